@@ -1,0 +1,145 @@
+// Package providers defines the store contract: the few operations the lease
+// protocol needs from an object store, and the portable errors every store
+// maps its own failures onto.
+//
+// A store holds objects under string keys. Every write is conditional: create
+// only if absent, replace or delete only if the object's version still
+// matches. Versions are opaque strings chosen by the store; the protocol only
+// compares them for equality. Each provider lives in its own package below
+// this one (mem, file, s3, gcs, azblob) and every one passes the same
+// conformance suite in providertest.
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Portable errors. Providers wrap their native errors so that errors.Is
+// recognises one of these; the native error stays reachable with errors.As.
+var (
+	// ErrNotFound: the object does not exist.
+	ErrNotFound = errors.New("object not found")
+	// ErrPrecondition: a conditional write was refused because the object
+	// exists (create) or its version no longer matches (replace, delete), or
+	// it does not exist (replace, delete).
+	ErrPrecondition = errors.New("precondition failed")
+	// ErrConflict: the store refused the write because another write to the
+	// same object raced with it (S3 409 ConditionalRequestConflict). The
+	// outcome is known (nothing was written); re-read and retry.
+	ErrConflict = errors.New("conflicting concurrent write")
+	// ErrThrottled: the store asked the client to slow down (HTTP 429, 503
+	// SlowDown). Nothing was written.
+	ErrThrottled = errors.New("throttled by store")
+	// ErrUnknownOutcome: the request may or may not have been applied
+	// (timeout, connection reset, lost response). Re-read to find out.
+	ErrUnknownOutcome = errors.New("outcome of write unknown")
+	// ErrTooLarge: the object is larger than the caller's read bound.
+	ErrTooLarge = errors.New("object larger than read bound")
+	// ErrInvalidKey: the key (or bucket) is not acceptable to the store.
+	ErrInvalidKey = errors.New("invalid key")
+)
+
+// Error names the operation and the object a portable error is about.
+type Error struct {
+	Op  string // "get", "stat", "create", "replace", "delete", "list"
+	Key string
+	Err error // wraps one of the sentinels above and, where there is one, the native error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s %q: %v", e.Op, e.Key, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Wrap returns an *Error for op on key that matches sentinel with errors.Is
+// and keeps native reachable with errors.As. native may be nil.
+func Wrap(op, key string, sentinel, native error) error {
+	if native == nil {
+		return &Error{Op: op, Key: key, Err: sentinel}
+	}
+	return &Error{Op: op, Key: key, Err: fmt.Errorf("%w: %w", sentinel, native)}
+}
+
+// Attrs describes one version of an object without its bytes.
+type Attrs struct {
+	Key     string
+	Version string // opaque; changes on every successful write (see Properties.VersionsRepeat)
+	Size    int64
+	// Metadata round-trips what was written. Keys are lower-case ASCII
+	// (letters, digits, '-'); stores that canonicalise case hand them back
+	// lower-cased.
+	Metadata map[string]string
+	// LastModified is the store's own timestamp of the write that produced
+	// Version, at the store's granularity; zero if the store does not report it.
+	LastModified time.Time
+	// StoreTime is the store's clock when it answered (the HTTP Date header);
+	// zero if unknown.
+	StoreTime time.Time
+}
+
+// Object is an object's attributes and bytes.
+type Object struct {
+	Attrs
+	Data []byte
+}
+
+// WriteResult is what a successful conditional write reports.
+type WriteResult struct {
+	Version      string
+	LastModified time.Time // zero if the store did not report it
+	StoreTime    time.Time // zero if unknown
+}
+
+// ListPage is one page of a listing, in lexical key order.
+type ListPage struct {
+	Objects   []Attrs // Metadata may be nil: listing need not fetch it
+	NextToken string  // empty when this is the last page
+}
+
+// Properties are declared facts about a store that the protocol must respect.
+type Properties struct {
+	// Name is a short name for messages ("s3", "gcs", "file", ...).
+	Name string
+	// VersionsRepeat: writing identical bytes again may yield a version equal
+	// to an earlier one (S3 ETags are the MD5 of the body). The lease record
+	// embeds a unique nonce so its versions never repeat; user objects are not
+	// so protected.
+	VersionsRepeat bool
+	// TimestampGranularity is the resolution of Attrs.LastModified.
+	TimestampGranularity time.Duration
+	// MinWriteInterval is the smallest sustained interval between writes to one
+	// object the store accepts without throttling (about 1 s on GCS).
+	MinWriteInterval time.Duration
+}
+
+// Store is the contract. Implementations must be safe for concurrent use.
+//
+// Keys are slash-separated paths without a leading slash. Every method
+// returns errors that match the sentinels above with errors.Is.
+type Store interface {
+	// Get reads an object. If it is larger than maxBytes it returns
+	// ErrTooLarge without reading it whole (maxBytes <= 0: no bound).
+	Get(ctx context.Context, key string, maxBytes int64) (*Object, error)
+	// Stat reads an object's attributes and metadata, not its bytes.
+	Stat(ctx context.Context, key string) (*Attrs, error)
+	// Create writes the object only if no object exists under key;
+	// otherwise ErrPrecondition.
+	Create(ctx context.Context, key string, data []byte, metadata map[string]string) (WriteResult, error)
+	// Replace writes the object only if its current version is ifVersion;
+	// otherwise (including when it is absent) ErrPrecondition.
+	Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (WriteResult, error)
+	// Delete removes the object only if its current version is ifVersion;
+	// otherwise (including when it is absent) ErrPrecondition.
+	Delete(ctx context.Context, key string, ifVersion string) error
+	// List returns up to pageSize objects whose keys start with prefix, after
+	// the position named by pageToken ("" for the first page).
+	List(ctx context.Context, prefix, pageToken string, pageSize int) (ListPage, error)
+	// Properties reports the store's declared properties.
+	Properties() Properties
+	// As reaches the underlying client: it sets *target (a pointer to the
+	// client's type) and reports whether it could.
+	As(target any) bool
+	// Close releases resources held by the store.
+	Close() error
+}
