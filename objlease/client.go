@@ -1,0 +1,408 @@
+package objlease
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// Client takes, inspects and breaks the lease stored at one key. It remembers
+// what it last saw of the record, which is how it judges expiry: a record
+// expires for this client once it has seen the same version unchanged for
+// the record's TTL × (1 + DriftBound) on its own clock. A Client is safe for
+// concurrent use.
+type Client struct {
+	store providers.Store
+	key   string
+	opts  Options
+	log   *slog.Logger
+
+	mu sync.Mutex
+	// view is what this client last saw at the key; nil before the first
+	// read. A nil record with a non-nil view means the key was absent.
+	view *observation
+	rnd  sync.Mutex // guards opts.Rand
+}
+
+// observation is one sighting of a record version.
+type observation struct {
+	version string
+	rec     *Record
+	attrs   providers.Attrs
+	since   time.Time // when this client first saw this version (its own clock, after the read returned)
+	mine    bool      // this client wrote this version
+}
+
+func (o *observation) absent() bool { return o.rec == nil && o.version == "" }
+
+// New returns a Client for the lease at key in store. It validates opts.
+func New(store providers.Store, key string, opts Options) (*Client, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%w: nil store", ErrInvalidOptions)
+	}
+	if key == "" {
+		return nil, fmt.Errorf("%w: empty lease key", ErrInvalidOptions)
+	}
+	opts = opts.withDefaults()
+	if err := opts.validate(store.Properties().MinWriteInterval); err != nil {
+		return nil, fmt.Errorf("lease %q: %w", key, err)
+	}
+	return &Client{
+		store: store,
+		key:   key,
+		opts:  opts,
+		log:   opts.Logger.With(slog.String("lease", key), slog.String("holder", opts.Holder)),
+	}, nil
+}
+
+// Key returns the lease's key in its store.
+func (c *Client) Key() string { return c.key }
+
+// Holder returns this client's holder identity.
+func (c *Client) Holder() string { return c.opts.Holder }
+
+// Store returns the store the lease lives in.
+func (c *Client) Store() providers.Store { return c.store }
+
+func (c *Client) nonce() string {
+	c.rnd.Lock()
+	defer c.rnd.Unlock()
+	var b [16]byte
+	for i := 0; i < 16; i += 8 {
+		v := c.opts.Rand.Uint64()
+		for j := 0; j < 8; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// jitter returns d scaled by a random factor in [0.8, 1.2).
+func (c *Client) jitter(d time.Duration) time.Duration {
+	c.rnd.Lock()
+	defer c.rnd.Unlock()
+	return time.Duration(float64(d) * (0.8 + 0.4*c.opts.Rand.Float64()))
+}
+
+// read fetches the record and updates the client's view. It returns a nil
+// record if the key is absent.
+func (c *Client) read(ctx context.Context) (*observation, error) {
+	obj, err := c.store.Get(ctx, c.key, MaxRecordSize)
+	now := c.opts.Clock.Now() // after the read returned: the version was written before this instant
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if errors.Is(err, providers.ErrNotFound) {
+		c.view = &observation{since: now}
+		return c.view, nil
+	}
+	if errors.Is(err, providers.ErrTooLarge) {
+		return nil, &RecordError{Key: c.key, Reason: fmt.Sprintf("object is larger than %d bytes", MaxRecordSize), Err: ErrBadRecord}
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, derr := DecodeRecord(c.key, obj.Data)
+	if derr != nil {
+		// Remember the version so that Force can replace exactly this object.
+		c.view = &observation{version: obj.Version, attrs: obj.Attrs, since: now}
+		return c.view, derr
+	}
+	if c.view == nil || c.view.version != obj.Version {
+		c.view = &observation{version: obj.Version, rec: rec, attrs: obj.Attrs, since: now}
+	} else {
+		c.view.attrs = obj.Attrs // keep since: same version, still observing
+	}
+	return c.view, nil
+}
+
+// expiresIn reports how long, from now, o's record stays unexpired for this
+// client (<= 0: expired or free).
+func (c *Client) expiresIn(o *observation, now time.Time) time.Duration {
+	if o.rec == nil || o.rec.State == StateReleased {
+		return 0
+	}
+	ttl := o.rec.TTL()
+	wait := time.Duration(float64(ttl)*(1+c.opts.DriftBound)) - now.Sub(o.since)
+	if r := c.opts.StoreClock; r != nil && !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {
+		limit := ttl + c.store.Properties().TimestampGranularity + r.Margin
+		if byStore := limit - o.attrs.StoreTime.Sub(o.attrs.LastModified); byStore < wait {
+			// The store's clock has already seen part (or all) of the TTL
+			// pass since the record was written.
+			wait = max(byStore, 0)
+		}
+	}
+	return wait
+}
+
+// TryAcquire makes one attempt to take the lease. It returns a *HeldError
+// (errors.Is ErrHeld) when someone else holds it and it has not expired for
+// this client. Calling it again later, on the same Client, is how a caller
+// waits out a dead holder's TTL; Acquire does that for you.
+//
+// On success the lease is renewed in the background until Release or loss.
+func (c *Client) TryAcquire(ctx context.Context) (*Lease, error) {
+	c.mu.Lock()
+	view := c.view
+	c.mu.Unlock()
+	var err error
+	switch {
+	case view == nil || view.absent():
+		// Nothing seen yet, or seen absent: try to create, so that an absent
+		// lease costs one request.
+		l, cerr := c.write(ctx, nil, "")
+		if cerr == nil {
+			return l, nil
+		}
+		if !errors.Is(cerr, providers.ErrPrecondition) {
+			return nil, cerr
+		}
+		if view, err = c.readForWrite(ctx); err != nil {
+			return nil, err
+		}
+	case view.mine && view.rec.State == StateReleased:
+		// This client released it last: take it back without a read. If
+		// someone else took it since, the write is refused and we read.
+	default:
+		if view, err = c.readForWrite(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		if view.absent() { // deleted between the read and now
+			l, err := c.write(ctx, nil, "")
+			if err == nil || !errors.Is(err, providers.ErrPrecondition) || attempt > 2 {
+				return l, err
+			}
+		} else if view.rec == nil || c.expiresIn(view, c.opts.Clock.Now()) <= 0 {
+			// Expired, released, or (with Force) not a record.
+			l, err := c.write(ctx, view.rec, view.version)
+			if err == nil || !errors.Is(err, providers.ErrPrecondition) || attempt > 2 {
+				return l, err
+			}
+			// Someone else wrote first; look again.
+		} else {
+			return nil, &HeldError{Key: c.key, Holder: view.rec.Holder, Token: view.rec.Token, Wait: c.expiresIn(view, c.opts.Clock.Now())}
+		}
+		if view, err = c.readForWrite(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readForWrite reads the record; with Options.Force a bad record is not an
+// error (the observation then has a version and no record).
+func (c *Client) readForWrite(ctx context.Context) (*observation, error) {
+	o, err := c.read(ctx)
+	if err != nil && c.opts.Force && o != nil {
+		return o, nil
+	}
+	return o, err
+}
+
+// write takes the lease over prev (nil: create, or force over a bad object)
+// at version ifVersion ("" to create). Unknown outcomes are resolved by
+// re-reading.
+func (c *Client) write(ctx context.Context, prev *Record, ifVersion string) (*Lease, error) {
+	rec := &Record{
+		Schema:    SchemaVersion,
+		Name:      c.key,
+		Token:     1,
+		Holder:    c.opts.Holder,
+		Nonce:     c.nonce(),
+		State:     StateHeld,
+		TTLMillis: c.opts.TTL.Milliseconds(),
+		Data:      c.opts.Data,
+	}
+	if prev != nil {
+		rec.Token = prev.Token + 1
+	} else if ifVersion != "" {
+		rec.Token = c.forcedToken(ctx) + 1
+	}
+	sent := c.opts.Clock.Now()
+	rec.WrittenAt = time.Now().UTC()
+	rec.AcquiredAt = rec.WrittenAt
+	res, err := c.put(ctx, rec, ifVersion)
+	if err != nil {
+		return nil, err
+	}
+	c.log.Info("lease acquired", slog.Uint64("token", rec.Token))
+	return c.newLease(rec, res, sent), nil
+}
+
+// forcedToken recovers what it can of the token of a bad object at the key,
+// so that forcing over it does not go backwards where that can be known.
+func (c *Client) forcedToken(ctx context.Context) uint64 {
+	obj, err := c.store.Get(ctx, c.key, MaxRecordSize)
+	if err != nil {
+		return 0
+	}
+	var v struct {
+		Token uint64 `json:"token"`
+	}
+	_ = json.Unmarshal(obj.Data, &v) // best effort: a foreign object has no token
+	c.log.Warn("forcing over an object that is not a valid record", slog.Uint64("recovered_token", v.Token))
+	return v.Token
+}
+
+// put writes rec conditionally (create if ifVersion is ""). If the outcome
+// is unknown, or the store reports a conflict, it re-reads until it can tell
+// whether rec landed: the record then carries rec.Nonce.
+func (c *Client) put(ctx context.Context, rec *Record, ifVersion string) (providers.WriteResult, error) {
+	body, err := encodeRecord(rec)
+	if err != nil {
+		return providers.WriteResult{}, err
+	}
+	var res providers.WriteResult
+	if ifVersion == "" {
+		res, err = c.store.Create(ctx, c.key, body, nil)
+	} else {
+		res, err = c.store.Replace(ctx, c.key, body, nil, ifVersion)
+	}
+	if err == nil {
+		c.mu.Lock()
+		c.view = &observation{version: res.Version, rec: rec, since: c.opts.Clock.Now(), mine: true}
+		c.mu.Unlock()
+		return res, nil
+	}
+	if !errors.Is(err, providers.ErrUnknownOutcome) && !errors.Is(err, providers.ErrConflict) {
+		return res, err
+	}
+	c.log.Warn("write outcome unknown; re-reading", slog.Any("err", err))
+	return c.resolve(ctx, rec.Nonce, err)
+}
+
+// resolve re-reads the record until it can tell whether the write carrying
+// nonce landed. It returns ErrPrecondition (wrapped) if it did not.
+func (c *Client) resolve(ctx context.Context, nonce string, cause error) (providers.WriteResult, error) {
+	backoff := 50 * time.Millisecond
+	for {
+		o, err := c.read(ctx)
+		if err == nil {
+			if o.rec != nil && o.rec.Nonce == nonce {
+				return providers.WriteResult{Version: o.version, LastModified: o.attrs.LastModified, StoreTime: o.attrs.StoreTime}, nil
+			}
+			return providers.WriteResult{}, fmt.Errorf("%w (after %v)", providers.ErrPrecondition, cause)
+		}
+		var re *RecordError
+		if errors.As(err, &re) {
+			return providers.WriteResult{}, err
+		}
+		t := c.opts.Clock.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return providers.WriteResult{}, fmt.Errorf("lease %q: %w: %w", c.key, ErrAmbiguous, cause)
+		case <-t.C():
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// Acquire waits until it holds the lease or ctx ends. While the lease is
+// held elsewhere it polls every PollInterval (jittered), or sooner when the
+// holder's record is due to expire.
+func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
+	for {
+		l, err := c.TryAcquire(ctx)
+		if err == nil {
+			return l, nil
+		}
+		wait := c.jitter(c.opts.PollInterval)
+		var held *HeldError
+		switch {
+		case errors.As(err, &held):
+			if held.Wait < wait {
+				wait = held.Wait + time.Millisecond
+			}
+		case errors.Is(err, providers.ErrThrottled), errors.Is(err, providers.ErrConflict),
+			errors.Is(err, providers.ErrUnknownOutcome), errors.Is(err, providers.ErrPrecondition):
+		default:
+			if ctx.Err() == nil && !isPermanent(err) {
+				c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
+				break
+			}
+			return nil, err
+		}
+		t := c.opts.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("lease %q: %w (last attempt: %v)", c.key, context.Cause(ctx), err)
+		case <-t.C():
+		}
+	}
+}
+
+// isPermanent reports errors that waiting will not cure.
+func isPermanent(err error) bool {
+	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrNewerSchema) || errors.Is(err, ErrInvalidOptions) ||
+		errors.Is(err, providers.ErrInvalidKey) || errors.Is(err, ErrAmbiguous)
+}
+
+// Status is what Inspect reports.
+type Status struct {
+	Key     string
+	Version string
+	Record  *Record // nil if the key is absent
+	Attrs   providers.Attrs
+	// ExpiresIn is how long this client must still see the record unchanged
+	// before it may take over (0: expired or free). For a client that has
+	// just looked for the first time this is the full TTL × (1 + drift).
+	ExpiresIn time.Duration
+	// StoreAge is the record's age by the store's own clock (Date minus
+	// Last-Modified), when the store reports both; else negative.
+	StoreAge time.Duration
+}
+
+// Inspect reads the lease without changing it.
+func (c *Client) Inspect(ctx context.Context) (*Status, error) {
+	o, err := c.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Key: c.key, Version: o.version, Record: o.rec, Attrs: o.attrs, StoreAge: -1}
+	if !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {
+		st.StoreAge = o.attrs.StoreTime.Sub(o.attrs.LastModified)
+	}
+	if o.rec != nil {
+		st.ExpiresIn = max(c.expiresIn(o, c.opts.Clock.Now()), 0)
+	}
+	return st, nil
+}
+
+// Break ends the lease whatever its state: it writes a released record whose
+// token is one higher than the current one, so that a fenced resource that
+// sees the new token refuses the old holder. It returns the new token. An
+// object that is not a valid record is only replaced with Options.Force.
+func (c *Client) Break(ctx context.Context) (uint64, error) {
+	for attempt := 0; ; attempt++ {
+		o, err := c.readForWrite(ctx)
+		if err != nil {
+			return 0, err
+		}
+		rec := &Record{Schema: SchemaVersion, Name: c.key, Token: 1, Nonce: c.nonce(), State: StateReleased,
+			TTLMillis: c.opts.TTL.Milliseconds(), WrittenAt: time.Now().UTC()}
+		switch {
+		case o.rec != nil:
+			rec.Token = o.rec.Token + 1
+			rec.TTLMillis = o.rec.TTLMillis
+		case o.version != "":
+			rec.Token = c.forcedToken(ctx) + 1
+		}
+		_, err = c.put(ctx, rec, o.version)
+		if err == nil {
+			c.log.Warn("lease broken", slog.Uint64("token", rec.Token))
+			return rec.Token, nil
+		}
+		if !errors.Is(err, providers.ErrPrecondition) || attempt > 3 {
+			return 0, err
+		}
+	}
+}

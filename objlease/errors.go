@@ -1,0 +1,64 @@
+package objlease
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrHeld: the lease is held by someone else and has not expired in the
+	// eyes of this client. The error is a *HeldError.
+	ErrHeld = errors.New("lease held by another holder")
+	// ErrLeaseLost: this holder can no longer rely on the lease (a renewal was
+	// refused, or could not succeed before the holder's safe validity ended).
+	// It is the cause of a lost lease's context.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrReleased: the lease was released by this holder.
+	ErrReleased = errors.New("lease released")
+	// ErrBadRecord: the object under the lease key is not an objlease record
+	// (malformed, foreign, tampered with). It is never overwritten unless
+	// Options.Force is set. The error is a *RecordError.
+	ErrBadRecord = errors.New("not a valid lease record")
+	// ErrNewerSchema: the record was written by a newer objlease. It is never
+	// overwritten unless Options.Force is set. The error is a *RecordError.
+	ErrNewerSchema = errors.New("lease record has a newer schema")
+	// ErrInvalidOptions: the options are inconsistent.
+	ErrInvalidOptions = errors.New("invalid lease options")
+	// ErrAmbiguous: a write's outcome could not be determined, even by
+	// re-reading, before the context ended. The lease may or may not be held
+	// by this client; if it is, it expires on its own after its TTL.
+	ErrAmbiguous = errors.New("outcome of lease write could not be determined")
+)
+
+// HeldError reports who holds a lease that could not be acquired.
+type HeldError struct {
+	Key    string
+	Holder string
+	Token  uint64
+	// Wait is how much longer, at the least, this client must see the record
+	// unchanged before it may take over.
+	Wait time.Duration
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("lease %q: held by %q (token %d); expires for this client in %v at the earliest", e.Key, e.Holder, e.Token, e.Wait.Round(time.Millisecond))
+}
+
+// Unwrap makes errors.Is(err, ErrHeld) true.
+func (e *HeldError) Unwrap() error { return ErrHeld }
+
+// RecordError names the key of a lease object that could not be used and
+// says what is wrong with it.
+type RecordError struct {
+	Key    string
+	Reason string
+	Err    error // ErrBadRecord or ErrNewerSchema
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("lease %q: %v: %s (use force to overwrite it)", e.Key, e.Err, e.Reason)
+}
+
+// Unwrap returns ErrBadRecord or ErrNewerSchema.
+func (e *RecordError) Unwrap() error { return e.Err }

@@ -1,0 +1,265 @@
+package objlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// Lease is a held lease. Its Context is cancelled, with a cause matching
+// ErrLeaseLost, no later than the moment this holder's safe validity ends,
+// which is before anyone else could take the lease over. Work that must
+// stop when the lease is lost should use that context, and every write to a
+// protected resource should carry Token so that the resource itself can
+// refuse a holder that was paused past its lease.
+type Lease struct {
+	c      *Client
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu         sync.Mutex
+	rec        *Record
+	version    string
+	validUntil time.Time     // this holder's clock
+	extended   chan struct{} // wakes the validity watcher after a renewal
+	stop       chan struct{} // closed to stop the background goroutines
+	stopOnce   sync.Once
+	stopped    sync.WaitGroup
+	ended      error // why the lease ended (lost or released); nil while held
+}
+
+func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time) *Lease {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	l := &Lease{
+		c: c, ctx: ctx, cancel: cancel, rec: rec, version: res.Version,
+		validUntil: c.validUntil(sent),
+		extended:   make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+	}
+	l.stopped.Add(2)
+	go l.watchValidity()
+	go l.renewLoop()
+	return l
+}
+
+// validUntil is the end of the holder's safe validity for a write sent at
+// sent: a contender whose clock runs up to (1 + b) fast waits at least a real
+// TTL after seeing the write, and this holder's clock, running at least
+// (1 − b) fast, reaches sent + TTL × (1 − b) no later than a real TTL after
+// sending it.
+func (c *Client) validUntil(sent time.Time) time.Time {
+	return sent.Add(time.Duration(float64(c.opts.TTL) * (1 - c.opts.DriftBound)))
+}
+
+// Token returns the fencing token: stamp it on every write to the resource
+// the lease protects.
+func (l *Lease) Token() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec.Token
+}
+
+// Key returns the lease's key.
+func (l *Lease) Key() string { return l.c.key }
+
+// Holder returns the holder identity written in the record.
+func (l *Lease) Holder() string { return l.c.opts.Holder }
+
+// Record returns a copy of the record as last written by this holder.
+func (l *Lease) Record() Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return *l.rec
+}
+
+// Context returns a context that is cancelled when the lease is lost or
+// released; context.Cause tells which (ErrLeaseLost or ErrReleased).
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Done is closed when the lease is lost or released.
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Err returns nil while the lease is held, else why it ended.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ended
+}
+
+// ValidFor returns how much longer, by this holder's clock, the lease is
+// certainly not held by anyone else (the drift margin applied); zero or
+// negative once lost. It needs no round trip, so a leader can check it
+// before serving a read from local state. It says nothing about pauses
+// after the check: writes must still carry the token.
+func (l *Lease) ValidFor() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended != nil {
+		return 0
+	}
+	return l.validUntil.Sub(l.c.opts.Clock.Now())
+}
+
+// end records why the lease ended and cancels its context, once.
+func (l *Lease) end(cause error) {
+	l.mu.Lock()
+	first := l.ended == nil
+	if first {
+		l.ended = cause
+	}
+	l.mu.Unlock()
+	if first {
+		l.cancel(cause)
+		if errors.Is(cause, ErrLeaseLost) {
+			l.c.log.Warn("lease lost", slog.Uint64("token", l.Token()), slog.Any("cause", cause))
+		}
+	}
+}
+
+// watchValidity ends the lease when its safe validity runs out, whatever a
+// renewal in flight is doing.
+func (l *Lease) watchValidity() {
+	defer l.stopped.Done()
+	for {
+		l.mu.Lock()
+		left := l.validUntil.Sub(l.c.opts.Clock.Now())
+		l.mu.Unlock()
+		if left <= 0 {
+			l.end(fmt.Errorf("%w: lease %q: no renewal succeeded before its validity ended", ErrLeaseLost, l.c.key))
+			return
+		}
+		t := l.c.opts.Clock.NewTimer(left)
+		select {
+		case <-t.C():
+		case <-l.extended:
+			t.Stop()
+		case <-l.stop:
+			t.Stop()
+			return
+		case <-l.ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// renewLoop renews every RenewInterval, retrying failed renewals sooner,
+// until the lease ends.
+func (l *Lease) renewLoop() {
+	defer l.stopped.Done()
+	wait := l.c.opts.RenewInterval
+	for {
+		t := l.c.opts.Clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-l.stop:
+			t.Stop()
+			return
+		case <-l.ctx.Done():
+			t.Stop()
+			return
+		}
+		err := l.renew(l.ctx)
+		switch {
+		case err == nil:
+			wait = l.c.opts.RenewInterval
+		case errors.Is(err, ErrLeaseLost):
+			l.end(err)
+			return
+		default:
+			// Transient: retry well before validity ends, but no faster than
+			// the store accepts writes to one object.
+			wait = max(l.c.opts.RenewInterval/4, l.c.store.Properties().MinWriteInterval)
+			l.c.log.Warn("renewal failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
+		}
+	}
+}
+
+// Renew extends the lease now with one conditional write. Background
+// renewal already does this; call it to renew at a moment of your choosing.
+func (l *Lease) Renew(ctx context.Context) error {
+	err := l.renew(ctx)
+	if errors.Is(err, ErrLeaseLost) {
+		l.end(err)
+	}
+	return err
+}
+
+func (l *Lease) renew(ctx context.Context) error {
+	l.mu.Lock()
+	if l.ended != nil {
+		defer l.mu.Unlock()
+		return l.ended
+	}
+	next := *l.rec
+	version := l.version
+	l.mu.Unlock()
+
+	next.Nonce = l.c.nonce()
+	next.Renewals++
+	next.WrittenAt = time.Now().UTC()
+	sent := l.c.opts.Clock.Now()
+	res, err := l.c.put(ctx, &next, version)
+	if errors.Is(err, providers.ErrPrecondition) {
+		return fmt.Errorf("%w: lease %q: the record changed under this holder: %w", ErrLeaseLost, l.c.key, err)
+	}
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended != nil {
+		return l.ended
+	}
+	l.rec, l.version = &next, res.Version
+	l.validUntil = l.c.validUntil(sent)
+	select {
+	case l.extended <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Release ends the lease: it stops renewal and marks the record released
+// with one conditional write, keeping the token so that the next holder's is
+// higher. It returns an error matching ErrLeaseLost if the lease had already
+// been lost (the record is then left alone).
+func (l *Lease) Release(ctx context.Context) error {
+	l.stopOnce.Do(func() { close(l.stop) })
+	l.stopped.Wait()
+	l.mu.Lock()
+	if l.ended != nil {
+		defer l.mu.Unlock()
+		if errors.Is(l.ended, ErrReleased) {
+			return nil
+		}
+		return l.ended
+	}
+	next := *l.rec
+	version := l.version
+	l.mu.Unlock()
+
+	next.Nonce = l.c.nonce()
+	next.State = StateReleased
+	next.WrittenAt = time.Now().UTC()
+	next.Data = nil
+	_, err := l.c.put(ctx, &next, version)
+	if errors.Is(err, providers.ErrPrecondition) {
+		err = fmt.Errorf("%w: lease %q: the record changed before release: %w", ErrLeaseLost, l.c.key, err)
+		l.end(err)
+		return err
+	}
+	if err != nil {
+		// Still ours as far as we know; it expires on its own.
+		l.end(fmt.Errorf("%w: lease %q: release failed: %w", ErrLeaseLost, l.c.key, err))
+		return err
+	}
+	l.end(ErrReleased)
+	l.c.log.Info("lease released", slog.Uint64("token", next.Token))
+	return nil
+}
