@@ -406,3 +406,29 @@ func (c *Client) Break(ctx context.Context) (uint64, error) {
 		}
 	}
 }
+
+// Release releases the lease if the record says this client's holder
+// identity holds it, without a Lease value: for a process other than the one
+// that acquired it (the CLI's release command). It returns a *HeldError if
+// someone else holds it, and nil if it is already released.
+func (c *Client) Release(ctx context.Context) error {
+	o, err := c.read(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.rec == nil:
+		return fmt.Errorf("lease %q: %w", c.key, providers.ErrNotFound)
+	case o.rec.State == StateReleased:
+		return nil
+	case o.rec.Holder != c.opts.Holder:
+		return &HeldError{Key: c.key, Holder: o.rec.Holder, Token: o.rec.Token, Wait: c.expiresIn(o, c.opts.Clock.Now())}
+	}
+	next := *o.rec
+	next.Nonce = c.nonce()
+	next.State = StateReleased
+	next.WrittenAt = time.Now().UTC()
+	next.Data = nil
+	_, err = c.put(ctx, &next, o.version)
+	return err
+}
