@@ -1,6 +1,7 @@
 package objlease
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -103,7 +104,14 @@ func (c *Client) read(ctx context.Context) (*observation, error) {
 		return c.view, nil
 	}
 	if errors.Is(err, providers.ErrTooLarge) {
-		return nil, &RecordError{Key: c.key, Reason: fmt.Sprintf("object is larger than %d bytes", MaxRecordSize), Err: ErrBadRecord}
+		rerr := &RecordError{Key: c.key, Reason: fmt.Sprintf("object is larger than %d bytes", MaxRecordSize), Err: ErrBadRecord}
+		// Remember the version so that Force can replace exactly this object.
+		a, serr := c.store.Stat(ctx, c.key)
+		if serr != nil {
+			return nil, rerr
+		}
+		c.view = &observation{version: a.Version, attrs: *a, since: now}
+		return c.view, rerr
 	}
 	if err != nil {
 		return nil, err
@@ -246,59 +254,73 @@ func (c *Client) forcedToken(ctx context.Context) uint64 {
 	var v struct {
 		Token uint64 `json:"token"`
 	}
-	_ = json.Unmarshal(obj.Data, &v) // best effort: a foreign object has no token
+	_ = json.NewDecoder(bytes.NewReader(obj.Data)).Decode(&v) // best effort: a foreign object has no token
 	c.log.Warn("forcing over an object that is not a valid record", slog.Uint64("recovered_token", v.Token))
 	return v.Token
 }
 
 // put writes rec conditionally (create if ifVersion is ""). If the outcome
 // is unknown, or the store reports a conflict, it re-reads until it can tell
-// whether rec landed: the record then carries rec.Nonce.
+// whether rec landed (the record then carries rec.Nonce); if the record is
+// unchanged the write did not land and is tried again, a few times.
 func (c *Client) put(ctx context.Context, rec *Record, ifVersion string) (providers.WriteResult, error) {
 	body, err := encodeRecord(rec)
 	if err != nil {
 		return providers.WriteResult{}, err
 	}
-	var res providers.WriteResult
-	if ifVersion == "" {
-		res, err = c.store.Create(ctx, c.key, body, nil)
-	} else {
-		res, err = c.store.Replace(ctx, c.key, body, nil, ifVersion)
+	for attempt := 1; ; attempt++ {
+		var res providers.WriteResult
+		if ifVersion == "" {
+			res, err = c.store.Create(ctx, c.key, body, nil)
+		} else {
+			res, err = c.store.Replace(ctx, c.key, body, nil, ifVersion)
+		}
+		if err == nil {
+			c.mu.Lock()
+			c.view = &observation{version: res.Version, rec: rec, since: c.opts.Clock.Now(), mine: true}
+			c.mu.Unlock()
+			return res, nil
+		}
+		if !errors.Is(err, providers.ErrUnknownOutcome) && !errors.Is(err, providers.ErrConflict) {
+			return res, err
+		}
+		c.log.Warn("write outcome unknown; re-reading", slog.Any("err", err))
+		res, landed, rerr := c.resolve(ctx, rec.Nonce, ifVersion, err)
+		if rerr != nil || landed {
+			return res, rerr
+		}
+		if attempt == 3 {
+			return res, err
+		}
 	}
-	if err == nil {
-		c.mu.Lock()
-		c.view = &observation{version: res.Version, rec: rec, since: c.opts.Clock.Now(), mine: true}
-		c.mu.Unlock()
-		return res, nil
-	}
-	if !errors.Is(err, providers.ErrUnknownOutcome) && !errors.Is(err, providers.ErrConflict) {
-		return res, err
-	}
-	c.log.Warn("write outcome unknown; re-reading", slog.Any("err", err))
-	return c.resolve(ctx, rec.Nonce, err)
 }
 
 // resolve re-reads the record until it can tell whether the write carrying
-// nonce landed. It returns ErrPrecondition (wrapped) if it did not.
-func (c *Client) resolve(ctx context.Context, nonce string, cause error) (providers.WriteResult, error) {
+// nonce, made over ifVersion, landed. It reports landed = false with no
+// error if the record is as it was before the write (so it can be retried),
+// and ErrPrecondition if someone else's write is there instead.
+func (c *Client) resolve(ctx context.Context, nonce, ifVersion string, cause error) (providers.WriteResult, bool, error) {
 	backoff := 50 * time.Millisecond
 	for {
 		o, err := c.read(ctx)
 		if err == nil {
-			if o.rec != nil && o.rec.Nonce == nonce {
-				return providers.WriteResult{Version: o.version, LastModified: o.attrs.LastModified, StoreTime: o.attrs.StoreTime}, nil
+			switch {
+			case o.rec != nil && o.rec.Nonce == nonce:
+				return providers.WriteResult{Version: o.version, LastModified: o.attrs.LastModified, StoreTime: o.attrs.StoreTime}, true, nil
+			case o.version == ifVersion: // unchanged ("" == absent for a create)
+				return providers.WriteResult{}, false, nil
 			}
-			return providers.WriteResult{}, fmt.Errorf("%w (after %v)", providers.ErrPrecondition, cause)
+			return providers.WriteResult{}, false, fmt.Errorf("%w (after %v)", providers.ErrPrecondition, cause)
 		}
 		var re *RecordError
 		if errors.As(err, &re) {
-			return providers.WriteResult{}, err
+			return providers.WriteResult{}, false, err
 		}
 		t := c.opts.Clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return providers.WriteResult{}, fmt.Errorf("lease %q: %w: %w", c.key, ErrAmbiguous, cause)
+			return providers.WriteResult{}, false, fmt.Errorf("lease %q: %w: %w", c.key, ErrAmbiguous, cause)
 		case <-t.C():
 		}
 		backoff = min(2*backoff, time.Second)

@@ -1,0 +1,139 @@
+package objlease_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/providers"
+)
+
+// lostReply makes the next write of op reach the store and then lose its
+// reply (or, with applied false, fail before reaching it), reporting sentinel.
+func lostReply(hs *hookStore, op string, applied bool, sentinel error) {
+	var done bool
+	hs.setHooks(func(o, key string) error {
+		if o == op && !applied && !done {
+			done = true
+			return providers.Wrap(o, key, sentinel, nil)
+		}
+		return nil
+	}, func(o, key string, err error) error {
+		if o == op && applied && !done && err == nil {
+			done = true
+			return providers.Wrap(o, key, sentinel, errors.New("connection reset"))
+		}
+		return err
+	})
+}
+
+func TestAmbiguousWritesAreResolvedByNonce(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sentinel error
+		applied  bool
+	}{
+		{"lost reply, write landed", providers.ErrUnknownOutcome, true},
+		{"no reply, write never landed", providers.ErrUnknownOutcome, false},
+		{"conflict", providers.ErrConflict, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			m, hs := newMem()
+			clk := clock.NewFake(epoch)
+
+			// Acquire of an absent lease.
+			c := newClient(t, hs, "a", clk)
+			lostReply(hs, "create", tc.applied, tc.sentinel)
+			l, err := c.TryAcquire(ctx)
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			if l.Token() != 1 || readRecord(t, m).Holder != "a" {
+				t.Fatalf("acquire: token %d, record %+v", l.Token(), readRecord(t, m))
+			}
+
+			// Renewal: whether or not the first attempt landed, the lease
+			// stays held and the record is ours.
+			lostReply(hs, "replace", tc.applied, tc.sentinel)
+			clk.Advance(time.Second)
+			if err := l.Renew(ctx); err != nil {
+				t.Fatalf("renew: %v", err)
+			}
+			if rec := readRecord(t, m); rec.Renewals != 1 || rec.Holder != "a" || l.Err() != nil {
+				t.Fatalf("after renew: %+v, lease err %v", rec, l.Err())
+			}
+
+			// Release.
+			lostReply(hs, "replace", tc.applied, tc.sentinel)
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if rec := readRecord(t, m); rec.State != objlease.StateReleased || rec.Token != 1 {
+				t.Fatalf("after release: %+v", rec)
+			}
+
+			// Takeover of the released record by another client.
+			b := newClient(t, hs, "b", clk)
+			lostReply(hs, "replace", tc.applied, tc.sentinel)
+			lb, err := b.TryAcquire(ctx)
+			if err != nil {
+				t.Fatalf("takeover: %v", err)
+			}
+			defer lb.Release(ctx)
+			if rec := readRecord(t, m); rec.Holder != "b" || rec.Token != 2 || lb.Token() != 2 {
+				t.Fatalf("after takeover: %+v", rec)
+			}
+		})
+	}
+}
+
+// A lost reply must never make a client report "not acquired" for a lease
+// it holds, nor "held" for one it does not.
+func TestAmbiguousCreateNeverMisreports(t *testing.T) {
+	ctx := context.Background()
+	m, hs := newMem()
+	clk := clock.NewFake(epoch)
+	// Someone else creates the lease while our create's reply is lost: our
+	// create failed, and we must say so.
+	other := newClient(t, m, "other", clk)
+	c := newClient(t, hs, "a", clk)
+	hs.setHooks(func(op, key string) error {
+		if op == "create" {
+			if _, err := other.TryAcquire(ctx); err != nil {
+				t.Error(err)
+			}
+			return providers.Wrap(op, key, providers.ErrUnknownOutcome, nil)
+		}
+		return nil
+	}, nil)
+	_, err := c.TryAcquire(ctx)
+	var he *objlease.HeldError
+	if !errors.As(err, &he) || he.Holder != "other" {
+		t.Fatalf("%v, want held by other", err)
+	}
+}
+
+func TestAmbiguousUntilContextEnds(t *testing.T) {
+	m, hs := newMem()
+	_ = m
+	clk := clock.NewFake(epoch)
+	c := newClient(t, hs, "a", clk)
+	hs.setHooks(func(op, key string) error {
+		if op == "create" {
+			return providers.Wrap(op, key, providers.ErrUnknownOutcome, nil)
+		}
+		return providers.Wrap(op, key, errors.New("store unreachable"), nil)
+	}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { _, err := c.TryAcquire(ctx); done <- err }()
+	waitTimers(t, clk, 1) // backing off between re-reads
+	cancel()
+	if err := <-done; !errors.Is(err, objlease.ErrAmbiguous) {
+		t.Fatalf("%v, want ErrAmbiguous", err)
+	}
+}
