@@ -1,0 +1,152 @@
+package objlease
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// ErrStoreUnsafe: the store accepted a conditional write it should have
+// refused, so leases on it would not be exclusive.
+var ErrStoreUnsafe = errors.New("store does not enforce conditional writes")
+
+// ProbeReport is what Probe found.
+type ProbeReport struct {
+	Store string // the store's declared name
+	// Failures lists every precondition the store failed to enforce; empty
+	// when the store is safe to use.
+	Failures []string
+	// Latency of each probe request, by operation.
+	Latency map[string][]time.Duration
+	// ClockOffset is the store's clock minus the local clock, estimated at
+	// the midpoint of each request that reported the store's time; zero with
+	// ClockKnown false if the store reports no time.
+	ClockOffset time.Duration
+	ClockKnown  bool
+}
+
+// Probe checks, with a scratch object under prefix, that store refuses the
+// writes the lease protocol relies on it to refuse: a second create, a
+// replace or delete with a stale version, a replace of a missing object. It
+// removes what it wrote (as far as the store allows). It returns a report,
+// and an error matching ErrStoreUnsafe if any check failed. Run it before
+// trusting a store, especially an S3-compatible one: some accept conditional
+// headers and ignore them.
+func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeReport, error) {
+	key := fmt.Sprintf("%s.objlease-probe-%016x", prefix, rand.Uint64())
+	missing := key + "-missing"
+	r := &ProbeReport{Store: store.Properties().Name, Latency: map[string][]time.Duration{}}
+	var offsets []time.Duration
+	timed := func(op string, f func() (time.Time, error)) error {
+		start := time.Now()
+		storeTime, err := f()
+		d := time.Since(start)
+		r.Latency[op] = append(r.Latency[op], d)
+		if !storeTime.IsZero() {
+			offsets = append(offsets, storeTime.Sub(start.Add(d/2)))
+		}
+		return err
+	}
+	create := func(data string) (providers.WriteResult, error) {
+		var res providers.WriteResult
+		err := timed("create", func() (time.Time, error) {
+			var err error
+			res, err = store.Create(ctx, key, []byte(data), nil)
+			return res.StoreTime, err
+		})
+		return res, err
+	}
+	replace := func(k, data, ifVersion string) (providers.WriteResult, error) {
+		var res providers.WriteResult
+		err := timed("replace", func() (time.Time, error) {
+			var err error
+			res, err = store.Replace(ctx, k, []byte(data), nil, ifVersion)
+			return res.StoreTime, err
+		})
+		return res, err
+	}
+	// refused checks that a write the store must refuse was refused.
+	refused := func(what string, err error) error {
+		switch {
+		case errors.Is(err, providers.ErrPrecondition):
+			return nil
+		case err == nil:
+			r.Failures = append(r.Failures, what+" succeeded")
+			return nil
+		default:
+			return fmt.Errorf("probe %q: %s: %w", key, what, err)
+		}
+	}
+
+	v1, err := create("objlease probe 1")
+	if err != nil {
+		return r, fmt.Errorf("probe: %w", err)
+	}
+	defer cleanup(store, key, missing)
+	if err := refused("create of an existing object (If-None-Match: * ignored)", ignore(create("objlease probe 2"))); err != nil {
+		return r, err
+	}
+	v2, err := replace(key, "objlease probe 3", v1.Version)
+	if err != nil {
+		return r, fmt.Errorf("probe: replace with the current version: %w", err)
+	}
+	if v2.Version == v1.Version {
+		r.Failures = append(r.Failures, "the version did not change when the object changed")
+	}
+	if err := refused("replace with a stale version (If-Match ignored)", ignore(replace(key, "objlease probe 4", v1.Version))); err != nil {
+		return r, err
+	}
+	if err := refused("replace of a missing object", ignore(replace(missing, "objlease probe 5", v2.Version))); err != nil {
+		return r, err
+	}
+	if err := refused("delete with a stale version", timed("delete", func() (time.Time, error) {
+		return time.Time{}, store.Delete(ctx, key, v1.Version)
+	})); err != nil {
+		return r, err
+	}
+	var obj *providers.Object
+	err = timed("get", func() (time.Time, error) {
+		var err error
+		obj, err = store.Get(ctx, key, 1<<10)
+		if obj != nil {
+			return obj.StoreTime, err
+		}
+		return time.Time{}, err
+	})
+	switch {
+	case errors.Is(err, providers.ErrNotFound):
+		r.Failures = append(r.Failures, "the object is gone after a refused delete")
+	case err != nil:
+		return r, fmt.Errorf("probe: %w", err)
+	case !bytes.Equal(obj.Data, []byte("objlease probe 3")):
+		r.Failures = append(r.Failures, fmt.Sprintf("the object holds %q, not what the last permitted write wrote", obj.Data))
+	}
+	if len(offsets) > 0 {
+		sort.Slice(offsets, func(i, j int) bool { return offsets[i] < offsets[j] })
+		r.ClockOffset, r.ClockKnown = offsets[len(offsets)/2], true
+	}
+	if len(r.Failures) > 0 {
+		return r, fmt.Errorf("%w: store %q at %q: %s", ErrStoreUnsafe, r.Store, key, strings.Join(r.Failures, "; "))
+	}
+	return r, nil
+}
+
+func ignore(_ providers.WriteResult, err error) error { return err }
+
+// cleanup removes the probe's objects, whatever state the probe left them in.
+func cleanup(store providers.Store, keys ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, k := range keys {
+		if a, err := store.Stat(ctx, k); err == nil {
+			_ = store.Delete(ctx, k, a.Version)
+		}
+	}
+}
