@@ -1,0 +1,228 @@
+package fence
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// Layout of a guarded prefix P:
+//
+//	P.objlease/manifest.json             the committed set (JSON, see Manifest)
+//	P.objlease/<token, 20 digits>/NAME   objects written by the job with that token
+//
+// Objects are created write-once under the writer's own token directory, so
+// no writer can overwrite another's; the manifest is the only object ever
+// replaced, and each of its versions embeds a unique nonce, so its versions
+// never repeat even where the store's versions are content hashes.
+const dirName = ".objlease/"
+
+// ManifestSchema is the version of the manifest format.
+const ManifestSchema = 1
+
+// maxManifestSize bounds manifest reads.
+const maxManifestSize = 16 << 20
+
+// Manifest lists the committed objects of a guarded prefix.
+type Manifest struct {
+	Schema      int              `json:"objlease_manifest"`
+	Prefix      string           `json:"prefix"`
+	Token       uint64           `json:"token"`
+	Nonce       string           `json:"nonce"`
+	CommittedAt time.Time        `json:"committed_at"`
+	Objects     map[string]Entry `json:"objects"`
+	version     string           // the manifest object's version
+	_           struct{}         `json:"-"`
+}
+
+// Entry describes one committed object.
+type Entry struct {
+	Key     string `json:"key"` // the object's full key in the store
+	Size    int64  `json:"size"`
+	Version string `json:"version"` // the version written; a reader can check it
+}
+
+// Names returns the committed names in order.
+func (m *Manifest) Names() []string {
+	names := make([]string, 0, len(m.Objects))
+	for n := range m.Objects {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func manifestKey(prefix string) string { return prefix + dirName + "manifest.json" }
+
+// TokenDir returns the directory under prefix where the job with token
+// writes.
+func TokenDir(prefix string, token uint64) string {
+	return fmt.Sprintf("%s%s%020d/", prefix, dirName, token)
+}
+
+// Batch is one job's output under a guarded prefix.
+type Batch struct {
+	store   providers.Store
+	prefix  string
+	token   uint64
+	objects map[string]Entry
+}
+
+// NewBatch starts a batch for the job holding token. Nothing is written
+// until Put.
+func NewBatch(store providers.Store, prefix string, token uint64) *Batch {
+	return &Batch{store: store, prefix: prefix, token: token, objects: map[string]Entry{}}
+}
+
+// Put writes one object of the batch under the job's token directory. It
+// never touches another job's objects. Writing the same name twice in one
+// batch replaces this batch's earlier object.
+func (b *Batch) Put(ctx context.Context, name string, data []byte) error {
+	if name == "" || strings.HasPrefix(name, "/") {
+		return fmt.Errorf("batch %q: invalid object name %q", b.prefix, name)
+	}
+	key := TokenDir(b.prefix, b.token) + name
+	md := map[string]string{TokenKey: strconv.FormatUint(b.token, 10)}
+	res, err := b.store.Create(ctx, key, data, md)
+	if errors.Is(err, providers.ErrPrecondition) {
+		var a *providers.Attrs
+		if a, err = b.store.Stat(ctx, key); err == nil {
+			res, err = b.store.Replace(ctx, key, data, md, a.Version)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	b.objects[name] = Entry{Key: key, Size: int64(len(data)), Version: res.Version}
+	return nil
+}
+
+// Commit publishes the batch: it replaces the prefix's manifest, by one
+// conditional write against the version it read, if and only if no job with
+// a higher token has committed. It returns an error matching ErrStale if one
+// has. With merge, the new manifest keeps the committed objects of earlier
+// batches that this one did not rewrite; without it, the committed set is
+// exactly this batch.
+func (b *Batch) Commit(ctx context.Context, merge bool) (*Manifest, error) {
+	for {
+		cur, err := readManifest(ctx, b.store, b.prefix)
+		if err != nil && !errors.Is(err, providers.ErrNotFound) {
+			return nil, err
+		}
+		if cur != nil && cur.Token > b.token {
+			return nil, &StaleError{Key: manifestKey(b.prefix), Token: b.token, Highest: cur.Token}
+		}
+		next := &Manifest{Schema: ManifestSchema, Prefix: b.prefix, Token: b.token,
+			Nonce:       strconv.FormatUint(rand.Uint64(), 16) + strconv.FormatUint(rand.Uint64(), 16),
+			CommittedAt: time.Now().UTC(), Objects: map[string]Entry{}}
+		if merge && cur != nil {
+			for n, e := range cur.Objects {
+				next.Objects[n] = e
+			}
+		}
+		for n, e := range b.objects {
+			next.Objects[n] = e
+		}
+		body, err := json.Marshal(next)
+		if err != nil {
+			return nil, err
+		}
+		var res providers.WriteResult
+		if cur == nil {
+			res, err = b.store.Create(ctx, manifestKey(b.prefix), body, nil)
+		} else {
+			res, err = b.store.Replace(ctx, manifestKey(b.prefix), body, nil, cur.version)
+		}
+		switch {
+		case err == nil:
+			next.version = res.Version
+			return next, nil
+		case errors.Is(err, providers.ErrPrecondition), errors.Is(err, providers.ErrConflict):
+			continue // another commit landed: check its token
+		case errors.Is(err, providers.ErrUnknownOutcome):
+			// Did ours land? The nonce says.
+			if m, rerr := readManifest(ctx, b.store, b.prefix); rerr == nil && m.Nonce == next.Nonce {
+				return m, nil
+			} else if rerr == nil {
+				continue
+			}
+			return nil, err
+		default:
+			return nil, err
+		}
+	}
+}
+
+// ReadCommitted returns the committed set of a guarded prefix, or an error
+// matching providers.ErrNotFound if nothing was ever committed.
+func ReadCommitted(ctx context.Context, store providers.Store, prefix string) (*Manifest, error) {
+	return readManifest(ctx, store, prefix)
+}
+
+func readManifest(ctx context.Context, store providers.Store, prefix string) (*Manifest, error) {
+	key := manifestKey(prefix)
+	obj, err := store.Get(ctx, key, maxManifestSize)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(obj.Data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest %q: not a valid objlease manifest: %w", key, err)
+	}
+	if m.Schema != ManifestSchema {
+		return nil, fmt.Errorf("manifest %q: schema %d, this objlease reads %d", key, m.Schema, ManifestSchema)
+	}
+	m.version = obj.Version
+	return &m, nil
+}
+
+// Collect deletes orphaned objects under a guarded prefix: everything in
+// token directories below the committed token (jobs that were fenced off or
+// never committed), except objects the manifest still lists (kept by merge
+// commits). Directories at or above the committed token are left alone: a
+// newer job may be writing there. It returns how many objects it deleted.
+func Collect(ctx context.Context, store providers.Store, prefix string) (int, error) {
+	m, err := readManifest(ctx, store, prefix)
+	if err != nil {
+		return 0, err
+	}
+	live := map[string]bool{}
+	for _, e := range m.Objects {
+		live[e.Key] = true
+	}
+	deleted := 0
+	token := ""
+	for {
+		page, err := store.List(ctx, prefix+dirName, token, 1000)
+		if err != nil {
+			return deleted, err
+		}
+		for _, o := range page.Objects {
+			rest := strings.TrimPrefix(o.Key, prefix+dirName)
+			dir, _, ok := strings.Cut(rest, "/")
+			t, perr := strconv.ParseUint(dir, 10, 64)
+			if !ok || perr != nil || t >= m.Token || live[o.Key] {
+				continue
+			}
+			if err := store.Delete(ctx, o.Key, o.Version); err != nil && !errors.Is(err, providers.ErrPrecondition) {
+				return deleted, err
+			}
+			deleted++
+		}
+		if page.NextToken == "" {
+			return deleted, nil
+		}
+		token = page.NextToken
+	}
+}

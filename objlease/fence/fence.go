@@ -1,0 +1,178 @@
+// Package fence makes the store itself refuse writes from a holder whose
+// lease has been taken over: every write carries the writer's fencing token,
+// and the check against the highest token seen is one conditional request
+// against the version that was checked. Nothing here relies on the writer
+// still holding its lease.
+//
+// Two designs are offered:
+//
+//   - Put and Delete fence one object in place. The object's metadata
+//     remembers the highest token that wrote it. On stores whose versions
+//     can repeat when identical bytes are written again (S3 ETags), an
+//     in-place check can be fooled (ABA), so Put and Delete refuse such a
+//     store with ErrVersionsRepeat unless the caller promises that no two
+//     writes to the key carry identical bytes (Options.UniquePayloads).
+//   - Batch guards an output prefix: a job writes objects under a directory
+//     of its own token (write-once creates, immune to ABA), then commits a
+//     manifest by conditional write. Readers see exactly the committed set.
+//     This is safe on every store, S3 included.
+//
+// docs/fencing.md states what is guaranteed per store and why.
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// Metadata keys written on fenced objects.
+const (
+	TokenKey     = "objlease-token"
+	TombstoneKey = "objlease-tombstone"
+)
+
+var (
+	// ErrStale: the write carried a token lower than one the object (or
+	// prefix) has already accepted. It is a *StaleError.
+	ErrStale = errors.New("fenced write refused: stale token")
+	// ErrVersionsRepeat: the store's versions can repeat (S3 ETags), so an
+	// in-place fenced write cannot be made safe without
+	// Options.UniquePayloads. Use a Batch instead, or make payloads unique.
+	ErrVersionsRepeat = errors.New("in-place fencing is not safe on a store whose versions repeat")
+)
+
+// StaleError reports a refused fenced write.
+type StaleError struct {
+	Key     string
+	Token   uint64 // the writer's token
+	Highest uint64 // the highest token the object has accepted
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("%q: token %d refused: token %d has already written it", e.Key, e.Token, e.Highest)
+}
+
+// Unwrap makes errors.Is(err, ErrStale) true.
+func (e *StaleError) Unwrap() error { return ErrStale }
+
+// Options qualify in-place fenced writes.
+type Options struct {
+	// UniquePayloads is the caller's promise that no two writes to the key
+	// carry identical bytes (for example, because every payload embeds the
+	// token and a write id). Only with it does Put accept a store whose
+	// versions repeat: there a newer writer's identical bytes would give
+	// the same version, and a stale writer's conditional write would match
+	// it.
+	UniquePayloads bool
+	// Metadata is stored with the object, next to the token.
+	Metadata map[string]string
+	// LastVersion, if set, is the version this writer's previous Put to the
+	// key returned (written with a token no higher than this one). Put then
+	// writes against it directly, in one request, and falls back to
+	// checking if the object has changed since.
+	LastVersion string
+}
+
+// Put writes data to key if token is at least the highest token that has
+// written key, as one conditional write against the version it checked. It
+// returns an error matching ErrStale if the store holds a higher token. It
+// costs two requests (stat + write), or one with Options.LastVersion, and
+// retries only when it lost a race to another writer. An error matching
+// providers.ErrUnknownOutcome means the write may have landed; repeating the
+// same Put is safe.
+func Put(ctx context.Context, store providers.Store, key string, token uint64, data []byte, opts Options) (providers.WriteResult, error) {
+	if err := checkStore(store, key, opts); err != nil {
+		return providers.WriteResult{}, err
+	}
+	md := map[string]string{}
+	for k, v := range opts.Metadata {
+		md[k] = v
+	}
+	md[TokenKey] = strconv.FormatUint(token, 10)
+	if opts.LastVersion != "" {
+		res, err := store.Replace(ctx, key, data, md, opts.LastVersion)
+		if !errors.Is(err, providers.ErrPrecondition) && !errors.Is(err, providers.ErrConflict) {
+			return res, err
+		}
+	}
+	return write(ctx, store, key, token, data, md)
+}
+
+// Delete removes key's content if token is at least the highest that has
+// written it. The object is replaced by an empty tombstone that keeps the
+// token, because deleting it outright would let an older token write it
+// again. Get reports a tombstone as providers.ErrNotFound.
+func Delete(ctx context.Context, store providers.Store, key string, token uint64, opts Options) error {
+	if err := checkStore(store, key, opts); err != nil {
+		return err
+	}
+	md := map[string]string{TokenKey: strconv.FormatUint(token, 10), TombstoneKey: "true"}
+	_, err := write(ctx, store, key, token, nil, md)
+	return err
+}
+
+// Get reads a fenced object and the token that last wrote it.
+func Get(ctx context.Context, store providers.Store, key string, maxBytes int64) (*providers.Object, uint64, error) {
+	obj, err := store.Get(ctx, key, maxBytes)
+	if err != nil {
+		return nil, 0, err
+	}
+	if obj.Metadata[TombstoneKey] == "true" {
+		return nil, 0, providers.Wrap("get", key, providers.ErrNotFound, errors.New("deleted by a fenced delete"))
+	}
+	tok, err := tokenOf(key, obj.Metadata)
+	return obj, tok, err
+}
+
+func checkStore(store providers.Store, key string, opts Options) error {
+	if store.Properties().VersionsRepeat && !opts.UniquePayloads {
+		return fmt.Errorf("%q on %s: %w (use fence.Batch, or set UniquePayloads if every payload is unique)", key, store.Properties().Name, ErrVersionsRepeat)
+	}
+	return nil
+}
+
+// tokenOf reads the token an object's metadata records; 0 if none (an
+// object never written through a fence).
+func tokenOf(key string, md map[string]string) (uint64, error) {
+	s, ok := md[TokenKey]
+	if !ok {
+		return 0, nil
+	}
+	t, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: metadata %s=%q is not a token: %w", key, TokenKey, s, err)
+	}
+	return t, nil
+}
+
+func write(ctx context.Context, store providers.Store, key string, token uint64, data []byte, md map[string]string) (providers.WriteResult, error) {
+	for {
+		a, err := store.Stat(ctx, key)
+		if errors.Is(err, providers.ErrNotFound) {
+			res, err := store.Create(ctx, key, data, md)
+			if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {
+				continue // created meanwhile: check its token
+			}
+			return res, err
+		}
+		if err != nil {
+			return providers.WriteResult{}, err
+		}
+		highest, err := tokenOf(key, a.Metadata)
+		if err != nil {
+			return providers.WriteResult{}, err
+		}
+		if token < highest {
+			return providers.WriteResult{}, &StaleError{Key: key, Token: token, Highest: highest}
+		}
+		res, err := store.Replace(ctx, key, data, md, a.Version)
+		if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {
+			continue // someone wrote between our check and our write: check again
+		}
+		return res, err
+	}
+}
