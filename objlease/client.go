@@ -196,7 +196,7 @@ func (c *Client) TryAcquire(ctx context.Context) (*Lease, error) {
 			}
 			// Someone else wrote first; look again.
 		} else {
-			return nil, &HeldError{Key: c.key, Holder: view.rec.Holder, Token: view.rec.Token, Wait: c.expiresIn(view, c.opts.Clock.Now())}
+			return nil, &HeldError{Key: c.key, Holder: view.rec.Holder, Token: view.rec.Token, Data: view.rec.Data, Wait: c.expiresIn(view, c.opts.Clock.Now())}
 		}
 		if view, err = c.readForWrite(ctx); err != nil {
 			return nil, err
@@ -444,7 +444,7 @@ func (c *Client) Release(ctx context.Context) error {
 	case o.rec.State == StateReleased:
 		return nil
 	case o.rec.Holder != c.opts.Holder:
-		return &HeldError{Key: c.key, Holder: o.rec.Holder, Token: o.rec.Token, Wait: c.expiresIn(o, c.opts.Clock.Now())}
+		return &HeldError{Key: c.key, Holder: o.rec.Holder, Token: o.rec.Token, Data: o.rec.Data, Wait: c.expiresIn(o, c.opts.Clock.Now())}
 	}
 	next := *o.rec
 	next.Nonce = c.nonce()
@@ -453,4 +453,19 @@ func (c *Client) Release(ctx context.Context) error {
 	next.Data = nil
 	_, err = c.put(ctx, &next, o.version)
 	return err
+}
+
+// Options returns the client's effective options, defaults filled in.
+func (c *Client) Options() Options { return c.opts }
+
+// Wait blocks for d on the client's clock, or until ctx ends.
+func (c *Client) Wait(ctx context.Context, d time.Duration) error {
+	t := c.opts.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C():
+		return nil
+	}
 }

@@ -36,6 +36,7 @@ type HeldError struct {
 	Key    string
 	Holder string
 	Token  uint64
+	Data   []byte // the holder's data (for example its address)
 	// Wait is how much longer, at the least, this client must see the record
 	// unchanged before it may take over.
 	Wait time.Duration

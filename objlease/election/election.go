@@ -1,0 +1,201 @@
+// Package election elects a leader through a lease, in the spirit of
+// client-go's leaderelection: campaign until the context ends, with
+// callbacks when this process starts and stops leading and when a new leader
+// is observed. The leader's callback context is cancelled no later than the
+// moment its lease could be taken over by anyone else.
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+)
+
+// Leader describes a lease holder as seen by an observer.
+type Leader struct {
+	Holder string
+	Token  uint64
+	Data   []byte // the leader's Options.Data, e.g. its address
+	Self   bool   // this process is the leader
+}
+
+// Config configures an Elector.
+type Config struct {
+	// Client campaigns for its lease. Its Options set the timings (TTL,
+	// renew and poll intervals) and Data, which observers see.
+	Client *objlease.Client
+	// OnStartedLeading runs in its own goroutine when this process becomes
+	// leader. ctx is cancelled when leadership ends; the elector waits for
+	// the callback to return before campaigning again.
+	OnStartedLeading func(ctx context.Context, lease *objlease.Lease)
+	// OnStoppedLeading, optional, runs after leadership ends.
+	OnStoppedLeading func()
+	// OnNewLeader, optional, runs whenever the observed leader changes
+	// (including to this process).
+	OnNewLeader func(Leader)
+}
+
+// Elector campaigns for leadership.
+type Elector struct {
+	cfg    Config
+	log    *slog.Logger
+	mu     sync.Mutex
+	leader Leader
+	known  bool
+	lease  *objlease.Lease
+	resign chan struct{}
+	once   sync.Once
+}
+
+// ErrInvalidConfig: the Config is incomplete.
+var ErrInvalidConfig = errors.New("invalid election config")
+
+// New validates cfg and returns an Elector.
+func New(cfg Config) (*Elector, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
+	case cfg.OnStartedLeading == nil:
+		return nil, fmt.Errorf("%w: OnStartedLeading is nil", ErrInvalidConfig)
+	}
+	return &Elector{cfg: cfg, log: cfg.Client.Options().Logger, resign: make(chan struct{})}, nil
+}
+
+// Run campaigns until ctx ends or Resign is called. When it returns while
+// leading, it releases the lease (keeping its token) so that another
+// process can lead at once.
+func (e *Elector) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-e.resign:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	c := e.cfg.Client
+	poll := c.Options().PollInterval
+	for ctx.Err() == nil {
+		lease, err := c.TryAcquire(ctx)
+		var held *objlease.HeldError
+		switch {
+		case err == nil:
+			e.lead(ctx, lease)
+			continue
+		case errors.As(err, &held):
+			e.observe(Leader{Holder: held.Holder, Token: held.Token, Data: held.Data})
+		case ctx.Err() != nil:
+			return nil
+		default:
+			e.log.Warn("campaign attempt failed", slog.Any("err", err))
+		}
+		wait := poll
+		if held != nil && held.Wait < wait {
+			wait = held.Wait + time.Millisecond
+		}
+		c.Wait(ctx, wait)
+	}
+	return nil
+}
+
+// lead runs one term of leadership.
+func (e *Elector) lead(ctx context.Context, lease *objlease.Lease) {
+	e.mu.Lock()
+	e.lease = lease
+	e.mu.Unlock()
+	e.observe(Leader{Holder: lease.Holder(), Token: lease.Token(), Data: lease.Record().Data, Self: true})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.cfg.OnStartedLeading(lease.Context(), lease)
+	}()
+	select {
+	case <-lease.Done(): // lost
+	case <-ctx.Done(): // stopped or resigned
+	}
+	if err := lease.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, objlease.ErrLeaseLost) {
+		e.log.Warn("release on stepping down failed; the lease will expire", slog.Any("err", err))
+	}
+	<-done
+	e.mu.Lock()
+	e.lease = nil
+	e.mu.Unlock()
+	if e.cfg.OnStoppedLeading != nil {
+		e.cfg.OnStoppedLeading()
+	}
+}
+
+func (e *Elector) observe(l Leader) {
+	e.mu.Lock()
+	changed := !e.known || e.leader.Holder != l.Holder || e.leader.Token != l.Token
+	e.leader, e.known = l, true
+	e.mu.Unlock()
+	if changed && e.cfg.OnNewLeader != nil {
+		e.cfg.OnNewLeader(l)
+	}
+}
+
+// Resign steps down if leading (releasing the lease, keeping its token) and
+// makes Run return.
+func (e *Elector) Resign() { e.once.Do(func() { close(e.resign) }) }
+
+// Leader returns the last leader observed, and whether there was one.
+func (e *Elector) Leader() (Leader, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leader, e.known
+}
+
+// ValidFor returns how long this process's leadership is certainly
+// exclusive, with no round trip (0 when not leading). A leader may serve
+// reads from local state while it is positive.
+func (e *Elector) ValidFor() time.Duration {
+	e.mu.Lock()
+	l := e.lease
+	e.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	return max(l.ValidFor(), 0)
+}
+
+// Observe reads who leads now, without campaigning. ok is false when nobody
+// holds the lease.
+func Observe(ctx context.Context, c *objlease.Client) (leader Leader, ok bool, err error) {
+	st, err := c.Inspect(ctx)
+	if err != nil || st.Record == nil || st.Record.State != objlease.StateHeld {
+		return Leader{}, false, err
+	}
+	r := st.Record
+	return Leader{Holder: r.Holder, Token: r.Token, Data: r.Data, Self: r.Holder == c.Holder()}, true, nil
+}
+
+// RunOnce is the short form for serverless jobs: try once to become leader;
+// if another process leads, return an error matching objlease.ErrHeld
+// without running work. Otherwise run work with the lease renewed in the
+// background and release it at the end. work's context is cancelled if the
+// lease is lost; RunOnce then returns an error matching
+// objlease.ErrLeaseLost along with work's own.
+func RunOnce(ctx context.Context, c *objlease.Client, work func(ctx context.Context, lease *objlease.Lease) error) error {
+	lease, err := c.TryAcquire(ctx)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-lease.Done():
+			cancel(context.Cause(lease.Context()))
+		case <-wctx.Done():
+		}
+	}()
+	werr := work(wctx, lease)
+	return errors.Join(werr, lease.Release(context.WithoutCancel(ctx)))
+}

@@ -1,0 +1,223 @@
+package election_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/objlease/election"
+	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/mem"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// partitionable refuses every write while cut is set, as a network
+// partition between one process and the store would.
+type partitionable struct {
+	providers.Store
+	cut atomic.Bool
+}
+
+func (p *partitionable) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
+	if p.cut.Load() {
+		return providers.WriteResult{}, providers.Wrap("replace", key, providers.ErrUnknownOutcome, errors.New("partitioned"))
+	}
+	return p.Store.Replace(ctx, key, data, md, v)
+}
+
+func (p *partitionable) Get(ctx context.Context, key string, max int64) (*providers.Object, error) {
+	if p.cut.Load() {
+		return nil, providers.Wrap("get", key, errors.New("partitioned"), nil)
+	}
+	return p.Store.Get(ctx, key, max)
+}
+
+type events struct {
+	mu sync.Mutex
+	eventLog
+}
+
+type eventLog struct {
+	started []uint64
+	stopped int
+	leaders []election.Leader
+	causes  []error
+}
+
+func (ev *events) snapshot() eventLog {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	return eventLog{started: append([]uint64(nil), ev.started...), stopped: ev.stopped, leaders: append([]election.Leader(nil), ev.leaders...), causes: append([]error(nil), ev.causes...)}
+}
+
+func newElector(t *testing.T, store providers.Store, holder string, clk clock.Clock, ev *events) *election.Elector {
+	t.Helper()
+	c, err := objlease.New(store, "leader", objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, PollInterval: time.Second, Holder: holder, Clock: clk, Data: []byte("addr-" + holder)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := election.New(election.Config{
+		Client: c,
+		OnStartedLeading: func(ctx context.Context, l *objlease.Lease) {
+			ev.mu.Lock()
+			ev.started = append(ev.started, l.Token())
+			ev.mu.Unlock()
+			<-ctx.Done()
+			ev.mu.Lock()
+			ev.causes = append(ev.causes, context.Cause(ctx))
+			ev.mu.Unlock()
+		},
+		OnStoppedLeading: func() { ev.mu.Lock(); ev.stopped++; ev.mu.Unlock() },
+		OnNewLeader:      func(l election.Leader) { ev.mu.Lock(); ev.leaders = append(ev.leaders, l); ev.mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// drive advances the fake clock in small steps until cond holds.
+func drive(t *testing.T, clk *clock.Fake, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 20000; i++ {
+		if cond() {
+			return
+		}
+		clk.Advance(50 * time.Millisecond)
+		time.Sleep(100 * time.Microsecond) // let woken goroutines run
+	}
+	t.Fatalf("never happened: %s", what)
+}
+
+func TestLeaderChangeResignAndObserve(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := mem.New()
+	clk := clock.NewFake(epoch)
+	var ev1, ev2 events
+	e1 := newElector(t, store, "one", clk, &ev1)
+	e2 := newElector(t, store, "two", clk, &ev2)
+	done1 := make(chan error, 1)
+	go func() { done1 <- e1.Run(ctx) }()
+	drive(t, clk, "one leads", func() bool { return len(ev1.snapshot().started) == 1 })
+	go e2.Run(ctx)
+	drive(t, clk, "two observes one", func() bool {
+		l := ev2.snapshot().leaders
+		return len(l) == 1 && l[0].Holder == "one" && string(l[0].Data) == "addr-one" && !l[0].Self
+	})
+	if e1.ValidFor() <= 0 || e2.ValidFor() != 0 {
+		t.Fatalf("ValidFor: leader %v, follower %v", e1.ValidFor(), e2.ValidFor())
+	}
+	observer, _ := objlease.New(store, "leader", objlease.Options{Clock: clk})
+	if l, ok, err := election.Observe(ctx, observer); err != nil || !ok || l.Holder != "one" || l.Token != 1 {
+		t.Fatalf("Observe: %+v %v %v", l, ok, err)
+	}
+
+	e1.Resign()
+	if err := <-done1; err != nil {
+		t.Fatal(err)
+	}
+	if s := ev1.snapshot(); s.stopped != 1 || !errors.Is(s.causes[0], objlease.ErrReleased) {
+		t.Fatalf("after resign: %+v", s)
+	}
+	drive(t, clk, "two leads", func() bool { return len(ev2.snapshot().started) == 1 })
+	if s := ev2.snapshot(); s.started[0] != 2 || !s.leaders[len(s.leaders)-1].Self {
+		t.Fatalf("two: %+v (token must be 2: resigning keeps the token)", s)
+	}
+}
+
+func TestLeaderLosesLeaseBeforeSuccessorLeads(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := mem.New()
+	p := &partitionable{Store: m}
+	clk := clock.NewFake(epoch)
+	var ev1, ev2 events
+	e1 := newElector(t, p, "one", clk, &ev1)
+	e2 := newElector(t, m, "two", clk, &ev2)
+	go e1.Run(ctx)
+	drive(t, clk, "one leads", func() bool { return len(ev1.snapshot().started) == 1 })
+	go e2.Run(ctx)
+	drive(t, clk, "two observes", func() bool { return len(ev2.snapshot().leaders) == 1 })
+
+	p.cut.Store(true)
+	var lostFirst bool
+	drive(t, clk, "two leads", func() bool {
+		s1, s2 := ev1.snapshot(), ev2.snapshot()
+		if len(s1.causes) == 1 && len(s2.started) == 0 {
+			lostFirst = true
+		}
+		return len(s2.started) == 1
+	})
+	if !lostFirst {
+		t.Fatal("the successor started leading before the old leader's context ended")
+	}
+	if s := ev1.snapshot(); !errors.Is(s.causes[0], objlease.ErrLeaseLost) || s.stopped != 1 {
+		t.Fatalf("old leader: %+v", s)
+	}
+	if e1.ValidFor() != 0 {
+		t.Fatal("old leader still claims validity")
+	}
+	// Healed, the old leader follows the new one.
+	p.cut.Store(false)
+	drive(t, clk, "one observes two", func() bool {
+		l := ev1.snapshot().leaders
+		return l[len(l)-1].Holder == "two"
+	})
+}
+
+func TestRunOnce(t *testing.T) {
+	ctx := context.Background()
+	store := mem.New()
+	clk := clock.NewFake(epoch)
+	newClient := func(holder string) *objlease.Client {
+		c, err := objlease.New(store, "cron", objlease.Options{TTL: 10 * time.Second, Holder: holder, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var ran int
+	err := election.RunOnce(ctx, newClient("a"), func(ctx context.Context, l *objlease.Lease) error {
+		ran++
+		// While a runs, b's attempt finds it held and runs nothing.
+		err := election.RunOnce(ctx, newClient("b"), func(context.Context, *objlease.Lease) error { ran += 100; return nil })
+		if !errors.Is(err, objlease.ErrHeld) {
+			t.Errorf("b: %v, want ErrHeld", err)
+		}
+		return nil
+	})
+	if err != nil || ran != 1 {
+		t.Fatalf("a: %v, ran %d", err, ran)
+	}
+	st, _ := newClient("x").Inspect(ctx)
+	if st.Record.State != objlease.StateReleased || st.Record.Token != 1 {
+		t.Fatalf("after RunOnce: %+v", st.Record)
+	}
+	// Work sees the lease lost when someone breaks it.
+	err = election.RunOnce(ctx, newClient("c"), func(ctx context.Context, l *objlease.Lease) error {
+		if _, err := newClient("operator").Break(ctx); err != nil {
+			return err
+		}
+		if err := l.Renew(ctx); !errors.Is(err, objlease.ErrLeaseLost) {
+			t.Errorf("renew after break: %v", err)
+		}
+		<-ctx.Done()
+		return context.Cause(ctx)
+	})
+	if !errors.Is(err, objlease.ErrLeaseLost) {
+		t.Fatalf("%v, want ErrLeaseLost", err)
+	}
+}
+
+func TestConfigValidated(t *testing.T) {
+	if _, err := election.New(election.Config{}); !errors.Is(err, election.ErrInvalidConfig) {
+		t.Fatal(err)
+	}
+}
