@@ -35,6 +35,7 @@ type Lease struct {
 
 func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time) *Lease {
 	ctx, cancel := context.WithCancelCause(context.Background())
+	c.recordAcquired(rec.Token)
 	l := &Lease{
 		c: c, ctx: ctx, cancel: cancel, rec: rec, version: res.Version,
 		validUntil: c.validUntil(sent),
@@ -115,6 +116,7 @@ func (l *Lease) end(cause error) {
 	l.mu.Unlock()
 	if first {
 		l.cancel(cause)
+		l.c.recordEnded(cause)
 		if errors.Is(cause, ErrLeaseLost) {
 			l.c.log.Warn("lease lost", slog.Uint64("token", l.Token()), slog.Any("cause", cause))
 		}
@@ -205,8 +207,9 @@ func (l *Lease) renew(ctx context.Context) error {
 	next.WrittenAt = time.Now().UTC()
 	sent := l.c.opts.Clock.Now()
 	res, err := l.c.put(ctx, &next, version)
+	l.c.recordRenew(l.c.opts.Clock.Now().Sub(sent), err)
 	if errors.Is(err, providers.ErrPrecondition) {
-		return fmt.Errorf("%w: lease %q: the record changed under this holder: %w", ErrLeaseLost, l.c.key, err)
+		return fmt.Errorf("%w: lease %q: %w: %w", ErrLeaseLost, l.c.key, errRefused, err)
 	}
 	if err != nil {
 		return err
@@ -250,13 +253,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	next.Data = nil
 	_, err := l.c.put(ctx, &next, version)
 	if errors.Is(err, providers.ErrPrecondition) {
-		err = fmt.Errorf("%w: lease %q: the record changed before release: %w", ErrLeaseLost, l.c.key, err)
+		err = fmt.Errorf("%w: lease %q: %w before release: %w", ErrLeaseLost, l.c.key, errRefused, err)
 		l.end(err)
 		return err
 	}
 	if err != nil {
 		// Still ours as far as we know; it expires on its own.
-		l.end(fmt.Errorf("%w: lease %q: release failed: %w", ErrLeaseLost, l.c.key, err))
+		l.end(fmt.Errorf("%w: lease %q: %w: %w", ErrLeaseLost, l.c.key, errReleaseFailed, err))
 		return err
 	}
 	l.end(ErrReleased)

@@ -119,7 +119,7 @@ func (b *Batch) Commit(ctx context.Context, merge bool) (*Manifest, error) {
 			return nil, err
 		}
 		if cur != nil && cur.Token > b.token {
-			return nil, &StaleError{Key: manifestKey(b.prefix), Token: b.token, Highest: cur.Token}
+			return nil, stale("commit", manifestKey(b.prefix), b.token, cur.Token)
 		}
 		next := &Manifest{Schema: ManifestSchema, Prefix: b.prefix, Token: b.token,
 			Nonce:       strconv.FormatUint(rand.Uint64(), 16) + strconv.FormatUint(rand.Uint64(), 16),

@@ -99,7 +99,7 @@ func Put(ctx context.Context, store providers.Store, key string, token uint64, d
 			return res, err
 		}
 	}
-	return write(ctx, store, key, token, data, md)
+	return write(ctx, "put", store, key, token, data, md)
 }
 
 // Delete removes key's content if token is at least the highest that has
@@ -111,7 +111,7 @@ func Delete(ctx context.Context, store providers.Store, key string, token uint64
 		return err
 	}
 	md := map[string]string{TokenKey: strconv.FormatUint(token, 10), TombstoneKey: "true"}
-	_, err := write(ctx, store, key, token, nil, md)
+	_, err := write(ctx, "delete", store, key, token, nil, md)
 	return err
 }
 
@@ -149,7 +149,7 @@ func tokenOf(key string, md map[string]string) (uint64, error) {
 	return t, nil
 }
 
-func write(ctx context.Context, store providers.Store, key string, token uint64, data []byte, md map[string]string) (providers.WriteResult, error) {
+func write(ctx context.Context, op string, store providers.Store, key string, token uint64, data []byte, md map[string]string) (providers.WriteResult, error) {
 	for {
 		a, err := store.Stat(ctx, key)
 		if errors.Is(err, providers.ErrNotFound) {
@@ -167,7 +167,7 @@ func write(ctx context.Context, store providers.Store, key string, token uint64,
 			return providers.WriteResult{}, err
 		}
 		if token < highest {
-			return providers.WriteResult{}, &StaleError{Key: key, Token: token, Highest: highest}
+			return providers.WriteResult{}, stale(op, key, token, highest)
 		}
 		res, err := store.Replace(ctx, key, data, md, a.Version)
 		if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {

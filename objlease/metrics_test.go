@@ -1,0 +1,68 @@
+package objlease_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/objlease/objlease/objlease/clock"
+	"go.opentelemetry.io/otel"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+func TestMetrics(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	ctx := context.Background()
+	m, _ := newMem()
+	clk := clock.NewFake(epoch)
+	l, err := newClient(t, m, "a", clk).TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newClient(t, m, "op", clk).Break(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.Renew(ctx) // refused: lost
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			switch d := mt.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					if c, ok := p.Attributes.Value("cause"); ok {
+						got[mt.Name+"/"+c.AsString()] += p.Value
+					} else {
+						got[mt.Name] += p.Value
+					}
+				}
+			case metricdata.Gauge[int64]:
+				got[mt.Name] = d.DataPoints[0].Value
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					got[mt.Name] += int64(p.Count)
+				}
+			}
+		}
+	}
+	want := map[string]int64{
+		"objlease.lease.acquisitions":   1,
+		"objlease.lease.held":           0,
+		"objlease.lease.token":          1,
+		"objlease.lease.losses/refused": 1,
+		"objlease.lease.renew.duration": 2,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+}
