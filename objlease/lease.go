@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/objlease/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -54,6 +55,9 @@ func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time
 // (1 − b) fast, reaches sent + TTL × (1 − b) no later than a real TTL after
 // sending it.
 func (c *Client) validUntil(sent time.Time) time.Time {
+	if !safeguards.DriftMargin.Load() {
+		return c.opts.Clock.Now().Add(c.opts.TTL) // from the reply, no margin
+	}
 	return sent.Add(time.Duration(float64(c.opts.TTL) * (1 - c.opts.DriftBound)))
 }
 
@@ -251,7 +255,12 @@ func (l *Lease) Release(ctx context.Context) error {
 	next.State = StateReleased
 	next.WrittenAt = time.Now().UTC()
 	next.Data = nil
-	_, err := l.c.put(ctx, &next, version)
+	var err error
+	if safeguards.KeepRecordOnRelease.Load() {
+		_, err = l.c.put(ctx, &next, version)
+	} else {
+		err = l.c.store.Delete(ctx, l.c.key, version)
+	}
 	if errors.Is(err, providers.ErrPrecondition) {
 		err = fmt.Errorf("%w: lease %q: %w before release: %w", ErrLeaseLost, l.c.key, errRefused, err)
 		l.end(err)
