@@ -53,7 +53,7 @@ type Record struct {
 }
 
 // TTL returns the record's lease duration.
-func (r *Record) TTL() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
+func (r Record) TTL() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
 
 func encodeRecord(r *Record) ([]byte, error) {
 	if len(r.Data) > MaxDataSize {
