@@ -40,7 +40,7 @@ type ProbeReport struct {
 // trusting a store, especially an S3-compatible one: some accept conditional
 // headers and ignore them.
 func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeReport, error) {
-	key := fmt.Sprintf("%s.objlease-probe-%016x", prefix, rand.Uint64())
+	key := fmt.Sprintf("%s_objlease-probe-%016x", prefix, rand.Uint64())
 	missing := key + "-missing"
 	r := &ProbeReport{Store: store.Properties().Name, Latency: map[string][]time.Duration{}}
 	var offsets []time.Duration

@@ -17,14 +17,14 @@ import (
 
 // Layout of a guarded prefix P:
 //
-//	P.objlease/manifest.json             the committed set (JSON, see Manifest)
-//	P.objlease/<token, 20 digits>/NAME   objects written by the job with that token
+//	P_objlease/manifest.json             the committed set (JSON, see Manifest)
+//	P_objlease/<token, 20 digits>/NAME   objects written by the job with that token
 //
 // Objects are created write-once under the writer's own token directory, so
 // no writer can overwrite another's; the manifest is the only object ever
 // replaced, and each of its versions embeds a unique nonce, so its versions
 // never repeat even where the store's versions are content hashes.
-const dirName = ".objlease/"
+const dirName = "_objlease/"
 
 // ManifestSchema is the version of the manifest format.
 const ManifestSchema = 1

@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/objlease/objlease/objlease/clock"
+)
+
+// driftClock is one process's clock. Its rate against simulated real time
+// (the bubble's clock) changes from segment to segment but always stays in
+// [1 − b, 1 + b]; its reading starts far from every other clock's, since
+// the protocol must not care. Segments are drawn lazily from the clock's
+// own generator, in order, so the clock depends only on its seed.
+type driftClock struct {
+	mu     sync.Mutex
+	rnd    *rand.Rand
+	bound  float64
+	origin time.Time // real time at which the clock reads base
+	base   time.Time
+	segs   []segment
+}
+
+// segment: from real offset real (since origin), the clock reads
+// base + local and runs at rate.
+type segment struct {
+	real, local time.Duration
+	rate        float64
+}
+
+func newDriftClock(rnd *rand.Rand, bound float64, origin time.Time) *driftClock {
+	c := &driftClock{rnd: rnd, bound: bound, origin: origin,
+		base: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rnd.Int64N(int64(10000 * time.Hour))))}
+	c.segs = []segment{{rate: c.drawRate()}}
+	return c
+}
+
+// drawRate picks the extremes two times in three: they are where a
+// protocol without a drift margin breaks.
+func (c *driftClock) drawRate() float64 {
+	switch c.rnd.IntN(3) {
+	case 0:
+		return 1 - c.bound
+	case 1:
+		return 1 + c.bound
+	}
+	return 1 - c.bound + 2*c.bound*c.rnd.Float64()
+}
+
+// extend draws segments until one starts after real offset r; c.mu held.
+func (c *driftClock) extend(r time.Duration) {
+	for last := c.segs[len(c.segs)-1]; last.real <= r; last = c.segs[len(c.segs)-1] {
+		n := time.Second + time.Duration(c.rnd.Int64N(int64(30*time.Second)))
+		c.segs = append(c.segs, segment{real: last.real + n, local: last.local + scale(n, last.rate), rate: c.drawRate()})
+	}
+}
+
+func scale(d time.Duration, rate float64) time.Duration { return time.Duration(math.Round(float64(d) * rate)) }
+
+// localAt is the clock's reading, as an offset from base, at real offset r.
+func (c *driftClock) localAt(r time.Duration) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.extend(r)
+	i := len(c.segs) - 1
+	for c.segs[i].real > r {
+		i--
+	}
+	s := c.segs[i]
+	return s.local + scale(r-s.real, s.rate)
+}
+
+// realAt is the earliest real offset at which the clock reads at least
+// base + l.
+func (c *driftClock) realAt(l time.Duration) time.Duration {
+	c.mu.Lock()
+	for c.segs[len(c.segs)-1].local <= l {
+		c.extend(c.segs[len(c.segs)-1].real)
+	}
+	i := len(c.segs) - 1
+	for c.segs[i].local > l {
+		i--
+	}
+	s := c.segs[i]
+	c.mu.Unlock()
+	r := s.real + time.Duration(math.Ceil(float64(l-s.local)/s.rate))
+	for c.localAt(r) < l { // float rounding
+		r++
+	}
+	for r > 0 && c.localAt(r-1) >= l {
+		r--
+	}
+	return r
+}
+
+// Now implements clock.Clock.
+func (c *driftClock) Now() time.Time { return c.base.Add(c.localAt(time.Since(c.origin))) }
+
+// NewTimer implements clock.Clock: it fires once the clock has advanced
+// by d, by a timer on simulated real time.
+func (c *driftClock) NewTimer(d time.Duration) clock.Timer {
+	now := time.Since(c.origin)
+	return driftTimer{time.NewTimer(c.realAt(c.localAt(now)+d) - now)}
+}
+
+// RealEnd converts a deadline d after this clock's reading at real time
+// now into real time.
+func (c *driftClock) realEnd(now time.Time, d time.Duration) time.Time {
+	r := now.Sub(c.origin)
+	return c.origin.Add(c.realAt(c.localAt(r) + d))
+}
+
+type driftTimer struct{ t *time.Timer }
+
+func (t driftTimer) C() <-chan time.Time { return t.t.C }
+func (t driftTimer) Stop() bool          { return t.t.Stop() }

@@ -1,0 +1,241 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/objlease/objlease/objlease/internal/safeguards"
+	"github.com/objlease/objlease/providers/faulty"
+)
+
+var (
+	flagLong  = flag.Bool("sim.long", false, "run TestSimulationLong: a million operations and more")
+	flagFrom  = flag.Uint64("sim.from", 1, "first seed")
+	flagSeeds = flag.Int("sim.seeds", 0, "number of seeds (default: 30 for TestSimulation, 3000 for TestSimulationLong)")
+	flagOff   = flag.String("sim.off", "", "turn one safeguard off: DriftMargin, KeepRecordOnRelease, NonceCheck or Fencing")
+	flagV     = flag.Bool("sim.v", false, "print every run's trace")
+)
+
+// result is what one run produced.
+type result struct {
+	cfg        config
+	violations []violation
+	hash       uint64 // of the trace up to the end of the workload
+	trace      []string
+	ops        map[string]int64
+	requests   int64
+	faults     faulty.Counts
+}
+
+func (r *result) totalOps() int64 {
+	var n int64
+	for _, v := range r.ops {
+		n += v
+	}
+	return n
+}
+
+// simulate runs one seed in its own bubble: inside it, time is simulated
+// and only moves when every goroutine is blocked, so the run is a function
+// of the seed alone (see doc.go).
+func simulate(t *testing.T, cfg config) *result {
+	var res *result
+	synctest.Test(t, func(t *testing.T) {
+		w, err := newWorld(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.run()
+		h := fnv.New64a()
+		for _, line := range w.trace[:w.opsAt] {
+			fmt.Fprintln(h, line)
+		}
+		res = &result{cfg: cfg, violations: w.check(), hash: h.Sum64(), trace: w.trace, ops: w.ops}
+		for _, p := range w.procs {
+			res.requests += p.faults[0].Requests()
+			for _, f := range p.faults {
+				res.faults = res.faults.Add(f.Counts())
+			}
+		}
+	})
+	return res
+}
+
+func replayCommand(cfg config, off string) string {
+	cmd := fmt.Sprintf("go test ./objlease/sim/ -run '^TestSimulation$' -sim.from=%d -sim.seeds=1 -sim.v", cfg.seed)
+	if off != "" {
+		cmd += " -sim.off=" + off
+	}
+	return cmd
+}
+
+func report(t *testing.T, r *result, off string) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v\n", r.cfg)
+	for _, v := range r.violations {
+		fmt.Fprintf(&b, "  VIOLATION %s: %s\n", v.kind, v.msg)
+	}
+	tail := r.trace
+	if len(tail) > 60 && !*flagV {
+		tail = tail[len(tail)-60:]
+		fmt.Fprintf(&b, "  last 60 of %d trace lines (all with -sim.v):\n", len(r.trace))
+	}
+	for _, line := range tail {
+		fmt.Fprintf(&b, "    %s\n", line)
+	}
+	fmt.Fprintf(&b, "replay: %s", replayCommand(r.cfg, off))
+	t.Error(b.String())
+}
+
+// setSafeguard turns one safeguard off for the rest of the test.
+func setSafeguard(t *testing.T, name string) func(*config) {
+	var sw *atomic.Bool
+	switch name {
+	case "":
+		return func(*config) {}
+	case "Fencing":
+		return func(c *config) { c.unfenced = true }
+	case "DriftMargin":
+		sw = &safeguards.DriftMargin
+	case "KeepRecordOnRelease":
+		sw = &safeguards.KeepRecordOnRelease
+	case "NonceCheck":
+		sw = &safeguards.NonceCheck
+	default:
+		t.Fatalf("unknown safeguard %q", name)
+	}
+	sw.Store(false)
+	t.Cleanup(func() { sw.Store(true) })
+	return func(*config) {}
+}
+
+// totals sums what many runs did, for the reliability report.
+type totals struct {
+	seeds, ops, requests int64
+	byOp                 map[string]int64
+	faults               faulty.Counts
+	violations           int
+}
+
+func (s *totals) add(r *result) {
+	s.seeds++
+	s.ops += r.totalOps()
+	s.requests += r.requests
+	s.faults = s.faults.Add(r.faults)
+	s.violations += len(r.violations)
+	if s.byOp == nil {
+		s.byOp = map[string]int64{}
+	}
+	for k, v := range r.ops {
+		s.byOp[k] += v
+	}
+}
+
+func (s *totals) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d seeds, %d operations, %d store requests, %d violations\n", s.seeds, s.ops, s.requests, s.violations)
+	keys := make([]string, 0, len(s.byOp))
+	for k := range s.byOp {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %-10s %d\n", k, s.byOp[k])
+	}
+	for _, k := range faulty.Kinds() {
+		fmt.Fprintf(&b, "  fault %-16v %d\n", k, s.faults[k])
+	}
+	return b.String()
+}
+
+// runSeeds runs n seeds from the -sim.from seed and fails on every
+// violation, printing the replay command.
+func runSeeds(t *testing.T, n int) *totals {
+	if *flagSeeds > 0 {
+		n = *flagSeeds
+	}
+	mod := setSafeguard(t, *flagOff)
+	var sum totals
+	for seed := *flagFrom; seed < *flagFrom+uint64(n); seed++ {
+		cfg := configFor(seed)
+		mod(&cfg)
+		r := simulate(t, cfg)
+		sum.add(r)
+		if len(r.violations) > 0 {
+			report(t, r, *flagOff)
+		} else if *flagV {
+			t.Logf("%v\n%s", r.cfg, strings.Join(r.trace, "\n"))
+		}
+	}
+	return &sum
+}
+
+// TestSimulation is the short simulation of the normal test suite.
+func TestSimulation(t *testing.T) {
+	t.Log(runSeeds(t, 30))
+}
+
+// TestSimulationLong is the long simulation, run on demand:
+//
+//	go test ./objlease/sim/ -run TestSimulationLong -sim.long -timeout 0 -v
+func TestSimulationLong(t *testing.T) {
+	if !*flagLong {
+		t.Skip("run with -sim.long")
+	}
+	t.Log(runSeeds(t, 3000))
+}
+
+// A run is a function of its seed.
+func TestSimulationReproducible(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		a, b := simulate(t, configFor(seed)), simulate(t, configFor(seed))
+		if a.hash != b.hash || a.faults != b.faults || a.totalOps() != b.totalOps() {
+			for i := range min(len(a.trace), len(b.trace)) {
+				if a.trace[i] != b.trace[i] {
+					t.Fatalf("seed %d: runs differ at trace line %d:\n  %s\n  %s", seed, i, a.trace[i], b.trace[i])
+				}
+			}
+			t.Fatalf("seed %d: runs differ (%d and %d trace lines)", seed, len(a.trace), len(b.trace))
+		}
+	}
+}
+
+// The checks are not blind: with each safeguard off in turn they find the
+// violation it prevents, within a bounded number of seeds.
+func TestCheckerFindsViolations(t *testing.T) {
+	for _, tc := range []struct {
+		off   string
+		kinds []string
+	}{
+		{"DriftMargin", []string{vOverlap}},
+		{"KeepRecordOnRelease", []string{vTokenTwice, vRecordBack}},
+		{"NonceCheck", []string{vTokenTwice, vOverlap}},
+		{"Fencing", []string{vRegisterBack, vNotLinear}},
+	} {
+		t.Run(tc.off, func(t *testing.T) {
+			mod := setSafeguard(t, tc.off)
+			const bound = 40
+			for seed := uint64(1); seed <= bound; seed++ {
+				cfg := configFor(seed)
+				mod(&cfg)
+				r := simulate(t, cfg)
+				for _, v := range r.violations {
+					for _, k := range tc.kinds {
+						if v.kind == k {
+							t.Logf("found at seed %d: %s: %s\nreplay: %s", seed, v.kind, v.msg, replayCommand(cfg, tc.off))
+							return
+						}
+					}
+				}
+			}
+			t.Fatalf("no %v in %d seeds with %s off: the checks cannot see what it prevents", tc.kinds, bound, tc.off)
+		})
+	}
+}

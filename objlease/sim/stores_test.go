@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// applied is one write the store really applied, in the store's order.
+type applied struct {
+	at       time.Time
+	op       string // create, replace, delete
+	key      string
+	version  string
+	data     []byte
+	metadata map[string]string
+}
+
+// auditStore records every write the store under it applied, in the
+// order it applied them: the ground truth the checks compare against.
+type auditStore struct {
+	providers.Store
+	mu     sync.Mutex
+	writes []applied
+}
+
+func (a *auditStore) record(op, key, version string, data []byte, md map[string]string) {
+	a.writes = append(a.writes, applied{at: time.Now(), op: op, key: key, version: version, data: data, metadata: md})
+}
+
+func (a *auditStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	res, err := a.Store.Create(ctx, key, data, md)
+	if err == nil {
+		a.record("create", key, res.Version, data, md)
+	}
+	return res, err
+}
+
+func (a *auditStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	res, err := a.Store.Replace(ctx, key, data, md, v)
+	if err == nil {
+		a.record("replace", key, res.Version, data, md)
+	}
+	return res, err
+}
+
+func (a *auditStore) Delete(ctx context.Context, key, v string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	err := a.Store.Delete(ctx, key, v)
+	if err == nil {
+		a.record("delete", key, "", nil, nil)
+	}
+	return err
+}
+
+// gateStore is a process's view of the store. While the process is paused
+// none of its requests goes out and no reply comes in; the gate can also
+// start a pause at any request, which puts a pause between any check the
+// library makes and the write that follows. Once the run is winding down
+// (calm) requests bypass the fault injectors so that every lease can be
+// released.
+type gateStore struct {
+	providers.Store // the fault injectors over the audited store
+	raw             providers.Store
+	p               *proc
+	calm            *atomic.Bool
+}
+
+func (g *gateStore) pick() providers.Store {
+	if g.calm.Load() {
+		return g.raw
+	}
+	return g.Store
+}
+
+// around runs call between two passes of the gate. A write whose reply
+// is held up past its context's end has an unknown outcome.
+func (g *gateStore) around(ctx context.Context, op, key string, call func(s providers.Store) error) error {
+	g.p.maybePause()
+	if err := g.p.awaitRunning(ctx); err != nil {
+		return &providers.Error{Op: op, Key: key, Err: err}
+	}
+	err := call(g.pick())
+	if werr := g.p.awaitRunning(ctx); werr != nil && err == nil {
+		if op == "get" || op == "stat" || op == "list" {
+			return &providers.Error{Op: op, Key: key, Err: werr}
+		}
+		return providers.Wrap(op, key, providers.ErrUnknownOutcome, werr)
+	}
+	return err
+}
+
+func (g *gateStore) Get(ctx context.Context, key string, max int64) (o *providers.Object, err error) {
+	err = g.around(ctx, "get", key, func(s providers.Store) error { o, err = s.Get(ctx, key, max); return err })
+	return o, err
+}
+
+func (g *gateStore) Stat(ctx context.Context, key string) (a *providers.Attrs, err error) {
+	err = g.around(ctx, "stat", key, func(s providers.Store) error { a, err = s.Stat(ctx, key); return err })
+	return a, err
+}
+
+func (g *gateStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (r providers.WriteResult, err error) {
+	err = g.around(ctx, "create", key, func(s providers.Store) error { r, err = s.Create(ctx, key, data, md); return err })
+	return r, err
+}
+
+func (g *gateStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (r providers.WriteResult, err error) {
+	err = g.around(ctx, "replace", key, func(s providers.Store) error { r, err = s.Replace(ctx, key, data, md, v); return err })
+	return r, err
+}
+
+func (g *gateStore) Delete(ctx context.Context, key, v string) error {
+	return g.around(ctx, "delete", key, func(s providers.Store) error { return s.Delete(ctx, key, v) })
+}
+
+func (g *gateStore) List(ctx context.Context, prefix, token string, n int) (p providers.ListPage, err error) {
+	err = g.around(ctx, "list", prefix, func(s providers.Store) error { p, err = s.List(ctx, prefix, token, n); return err })
+	return p, err
+}

@@ -1,0 +1,563 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/fence"
+	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/faulty"
+	"github.com/objlease/objlease/providers/mem"
+)
+
+// config is one run's shape, all of it drawn from the seed.
+type config struct {
+	seed       uint64
+	clients    int
+	leases     int
+	ttl        time.Duration
+	drift      float64 // every clock's rate stays within [1 − drift, 1 + drift]
+	duration   time.Duration
+	storeClock bool // clients also trust the store's clock (StoreClockRule)
+	faults     float64
+	// A process pauses (all of its goroutines, as in a GC pause or a
+	// frozen VM) with chance pauseAny at any request, and with chance
+	// pauseCheck between checking its lease and a protected write.
+	pauseAny, pauseCheck float64
+	maxPause             time.Duration
+	unfenced             bool // protected writes skip the token check
+}
+
+func (c config) String() string {
+	return fmt.Sprintf("seed %d: %d clients, %d leases, TTL %v, drift ±%.0f%%, store clock %v, faults ×%.1f, pauses %.3f/%.2f up to %v, unfenced %v",
+		c.seed, c.clients, c.leases, c.ttl, c.drift*100, c.storeClock, c.faults, c.pauseAny, c.pauseCheck, c.maxPause, c.unfenced)
+}
+
+func configFor(seed uint64) config {
+	r := rand.New(rand.NewPCG(seed, 0xc0ffee))
+	c := config{
+		seed:       seed,
+		clients:    3 + r.IntN(18),
+		leases:     1 + r.IntN(3),
+		ttl:        10 * time.Second,
+		drift:      []float64{0.01, 0.05, 0.1, 0.2}[r.IntN(4)],
+		duration:   2 * time.Minute,
+		storeClock: r.IntN(4) == 0,
+		faults:     []float64{0, 1, 1, 3}[r.IntN(4)],
+		pauseAny:   []float64{0, 0.002, 0.01}[r.IntN(3)],
+		pauseCheck: []float64{0, 0.1, 0.3}[r.IntN(3)],
+	}
+	c.maxPause = 3 * c.ttl
+	return c
+}
+
+// Keys of lease k and of what it protects.
+func leaseKey(k int) string    { return fmt.Sprintf("leases/L%d", k) }
+func registerKey(k int) string { return fmt.Sprintf("data/L%d/register", k) }
+func prefixKey(k int) string   { return fmt.Sprintf("data/L%d/out/", k) }
+
+// outcome of a protected write, as its writer can know it.
+type outcome int
+
+const (
+	accepted outcome = iota
+	refused          // stale token
+	failed           // certainly not applied
+	unknown          // may or may not have been applied
+)
+
+func (o outcome) String() string { return [...]string{"accepted", "refused", "failed", "unknown"}[o] }
+
+// regOp is one operation on a lease's fenced register.
+type regOp struct {
+	proc      int
+	call, ret time.Duration
+	write     bool
+	token     uint64 // write: the writer's token; read: the token read
+	value     string
+	out       outcome
+	highest   uint64 // refused: the token the register said it had
+	found     bool   // read: the register existed
+}
+
+// epoch is one holder's hold of one lease, from the reply that granted
+// it to the last moment its ValidFor said it still held it (cut short
+// when it chose to release).
+type epoch struct {
+	proc, lease int
+	token       uint64
+	from, to    time.Duration
+	cut         time.Duration // when the holder called Release; 0: never
+}
+
+func (e *epoch) end() time.Duration {
+	if e.cut > 0 && e.cut < e.to {
+		return e.cut
+	}
+	return e.to
+}
+
+// world is one run: the store, the processes and what they recorded.
+type world struct {
+	cfg   config
+	start time.Time
+	store *mem.Store
+	audit *auditStore
+	calm  atomic.Bool
+	procs []*proc
+
+	mu     sync.Mutex // guards what follows: drivers of all processes record
+	trace  []string
+	epochs []*epoch
+	reg    [][]regOp
+	ops    map[string]int64
+	opsAt  int // trace lines before the run wound down
+}
+
+func (w *world) now() time.Duration { return time.Since(w.start) }
+
+func (w *world) logf(p *proc, format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.trace = append(w.trace, fmt.Sprintf("%14v p%-2d %s", w.now(), p.id, fmt.Sprintf(format, args...)))
+}
+
+func (w *world) count(op string) {
+	w.mu.Lock()
+	w.ops[op]++
+	w.mu.Unlock()
+}
+
+// proc is one client process: a driver goroutine plus whatever goroutines
+// the library runs for it, one clock, one view of the store, and at most
+// one lease held at a time.
+type proc struct {
+	w       *world
+	id      int
+	rnd     *rand.Rand // the driver's choices
+	gateRnd *rand.Rand // pauses started at requests, from any of its goroutines
+	clock   *driftClock
+	store   *gateStore
+	faults  []*faulty.Store
+	clients []*objlease.Client
+
+	mu          sync.Mutex
+	pausedUntil time.Time
+	tickets     int
+
+	target      int
+	lease       *objlease.Lease
+	ep          *epoch
+	lastVersion string // what this holder's last fenced write returned
+	writes      int
+}
+
+// maybePause starts a pause of the whole process with chance pauseAny.
+func (p *proc) maybePause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.gateRnd.Float64() < p.w.cfg.pauseAny && !now.Before(p.pausedUntil) && !p.w.calm.Load() {
+		p.pausedUntil = now.Add(time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
+		p.tickets = 0
+	}
+}
+
+// pause freezes the process for d from now.
+func (p *proc) pause(d time.Duration) {
+	p.mu.Lock()
+	p.pausedUntil = time.Now().Add(d)
+	p.tickets = 0
+	p.mu.Unlock()
+	p.w.logf(p, "paused for %v", d)
+}
+
+// awaitRunning blocks while the process is paused. Goroutines that waited
+// resume one microsecond apart, in the order they arrived, so that no two
+// of them ever run at the same instant: that is what keeps a run a
+// function of its seed.
+func (p *proc) awaitRunning(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		until := p.pausedUntil
+		if !time.Now().Before(until) {
+			p.mu.Unlock()
+			return nil
+		}
+		p.tickets++
+		wake := until.Add(time.Duration(p.tickets) * time.Microsecond)
+		p.mu.Unlock()
+		t := time.NewTimer(time.Until(wake))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (p *proc) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 2*p.w.cfg.ttl)
+}
+
+// claim records that the holder believes it holds its lease now, and
+// until when its ValidFor says it will.
+func (p *proc) claim() time.Duration {
+	v := p.lease.ValidFor()
+	if v > 0 {
+		now := time.Now()
+		end := p.clock.realEnd(now, v).Sub(p.w.start)
+		p.w.mu.Lock()
+		p.ep.to = max(p.ep.to, end)
+		p.w.mu.Unlock()
+	}
+	return v
+}
+
+// sleep waits d of real time, then for the end of any pause.
+func (p *proc) sleep(d time.Duration) {
+	time.Sleep(d)
+	_ = p.awaitRunning(context.Background())
+}
+
+func (p *proc) run(wg *sync.WaitGroup) {
+	defer wg.Done()
+	w := p.w
+	p.sleep(time.Duration(p.rnd.Int64N(int64(time.Second))))
+	for w.now() < w.cfg.duration {
+		if p.lease == nil {
+			p.acquire()
+		} else {
+			p.hold()
+		}
+		p.sleep(50*time.Millisecond + time.Duration(p.rnd.Int64N(int64(2*time.Second))))
+	}
+	if p.lease != nil {
+		p.release()
+	}
+}
+
+func (p *proc) acquire() {
+	w := p.w
+	if p.rnd.IntN(10) == 0 {
+		p.readRegister()
+		return
+	}
+	c := p.clients[p.target]
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	w.count("acquire")
+	l, err := c.TryAcquire(ctx)
+	var held *objlease.HeldError
+	switch {
+	case err == nil:
+		now := w.now()
+		p.lease, p.lastVersion = l, ""
+		p.ep = &epoch{proc: p.id, lease: p.target, token: l.Token(), from: now, to: now}
+		w.mu.Lock()
+		w.epochs = append(w.epochs, p.ep)
+		w.mu.Unlock()
+		v := p.claim()
+		w.logf(p, "acquired %s token %d, valid for %v", c.Key(), l.Token(), v)
+		return
+	case errors.As(err, &held):
+		w.logf(p, "acquire %s: held by %s token %d", c.Key(), held.Holder, held.Token)
+	default:
+		w.logf(p, "acquire %s: %v", c.Key(), err)
+	}
+	if w.cfg.leases > 1 && p.rnd.IntN(8) == 0 {
+		p.target = p.rnd.IntN(w.cfg.leases)
+	}
+}
+
+func (p *proc) hold() {
+	if err := p.lease.Err(); err != nil {
+		p.w.logf(p, "lease %s token %d ended: %v", leaseKey(p.target), p.ep.token, err)
+		p.drop()
+		return
+	}
+	p.claim()
+	switch r := p.rnd.IntN(100); {
+	case r < 40:
+		p.fencedWrite()
+	case r < 55:
+		p.batch()
+	case r < 65:
+		p.readRegister()
+	case r < 70:
+		p.collect()
+	case r < 78:
+		p.renew()
+	case r < 88:
+		p.release()
+	}
+}
+
+// drop lets go of a lease that has ended; Release then only stops its
+// goroutines.
+func (p *proc) drop() {
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	_ = p.lease.Release(ctx)
+	p.lease, p.ep = nil, nil
+}
+
+// fencedWrite is the scenario fencing exists for: check the lease, maybe
+// pause, write stamped with the token.
+func (p *proc) fencedWrite() {
+	w := p.w
+	if p.claim() <= 0 {
+		return
+	}
+	if p.rnd.Float64() < w.cfg.pauseCheck {
+		p.pause(time.Duration(p.rnd.Int64N(int64(w.cfg.maxPause))))
+		_ = p.awaitRunning(context.Background())
+	}
+	tok := p.ep.token
+	p.writes++
+	value := fmt.Sprintf("p%d/t%d/w%d", p.id, tok, p.writes)
+	key := registerKey(p.ep.lease)
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	opts := fence.Options{}
+	if p.lastVersion != "" && p.rnd.IntN(2) == 0 {
+		opts.LastVersion = p.lastVersion
+	}
+	w.count("fenced-put")
+	call := w.now()
+	var res providers.WriteResult
+	var err error
+	if w.cfg.unfenced {
+		res, err = unfencedPut(ctx, p.store, key, tok, []byte(value))
+	} else {
+		res, err = fence.Put(ctx, p.store, key, tok, []byte(value), opts)
+	}
+	op := regOp{proc: p.id, call: call, ret: w.now(), write: true, token: tok, value: value, out: classify(err)}
+	var se *fence.StaleError
+	if errors.As(err, &se) {
+		op.highest = se.Highest
+	}
+	if err == nil {
+		p.lastVersion = res.Version
+	}
+	w.mu.Lock()
+	w.reg[p.ep.lease] = append(w.reg[p.ep.lease], op)
+	w.mu.Unlock()
+	w.logf(p, "fenced put %s token %d %q: %v (%v)", key, tok, value, op.out, err)
+}
+
+// classify says what a writer knows about its write from the error.
+func classify(err error) outcome {
+	var pe *providers.Error
+	switch {
+	case err == nil:
+		return accepted
+	case errors.Is(err, fence.ErrStale):
+		return refused
+	case errors.Is(err, providers.ErrThrottled):
+		return failed
+	case errors.As(err, &pe) && (pe.Op == "stat" || pe.Op == "get"):
+		return failed // the check failed: nothing was written
+	}
+	return unknown
+}
+
+// unfencedPut writes as fence.Put does but without comparing tokens: the
+// mistake the fenced register exists to prevent.
+func unfencedPut(ctx context.Context, store providers.Store, key string, token uint64, data []byte) (providers.WriteResult, error) {
+	md := map[string]string{fence.TokenKey: fmt.Sprint(token)}
+	for {
+		a, err := store.Stat(ctx, key)
+		if errors.Is(err, providers.ErrNotFound) {
+			res, err := store.Create(ctx, key, data, md)
+			if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {
+				continue
+			}
+			return res, err
+		}
+		if err != nil {
+			return providers.WriteResult{}, err
+		}
+		res, err := store.Replace(ctx, key, data, md, a.Version)
+		if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {
+			continue
+		}
+		return res, err
+	}
+}
+
+func (p *proc) readRegister() {
+	w := p.w
+	k := p.target
+	if p.ep != nil {
+		k = p.ep.lease
+	}
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	w.count("fenced-get")
+	call := w.now()
+	obj, tok, err := fence.Get(ctx, p.store, registerKey(k), 1<<10)
+	op := regOp{proc: p.id, call: call, ret: w.now(), token: tok}
+	switch {
+	case err == nil:
+		op.found, op.value = true, string(obj.Data)
+	case errors.Is(err, providers.ErrNotFound):
+	default:
+		w.logf(p, "read %s: %v", registerKey(k), err)
+		return // a failed read says nothing
+	}
+	w.mu.Lock()
+	w.reg[k] = append(w.reg[k], op)
+	w.mu.Unlock()
+	w.logf(p, "read %s: token %d %q", registerKey(k), op.token, op.value)
+}
+
+func (p *proc) batch() {
+	w := p.w
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	prefix, tok := prefixKey(p.ep.lease), p.ep.token
+	b := fence.NewBatch(p.store, prefix, tok)
+	for i := range 1 + p.rnd.IntN(2) {
+		w.count("batch-put")
+		name := fmt.Sprintf("part-%d", p.rnd.IntN(4))
+		if err := b.Put(ctx, name, []byte(fmt.Sprintf("p%d/t%d/%d", p.id, tok, i))); err != nil {
+			w.logf(p, "batch put %s%s: %v", prefix, name, err)
+			return
+		}
+	}
+	if p.claim() <= 0 {
+		return
+	}
+	if p.rnd.Float64() < w.cfg.pauseCheck {
+		p.pause(time.Duration(p.rnd.Int64N(int64(w.cfg.maxPause))))
+		_ = p.awaitRunning(context.Background())
+	}
+	w.count("commit")
+	m, err := b.Commit(ctx, p.rnd.IntN(2) == 0)
+	if err != nil {
+		w.logf(p, "commit %s token %d: %v", prefix, tok, err)
+		return
+	}
+	w.logf(p, "commit %s token %d: %s", prefix, tok, strings.Join(m.Names(), ","))
+}
+
+func (p *proc) collect() {
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	p.w.count("collect")
+	n, err := fence.Collect(ctx, p.store, prefixKey(p.ep.lease))
+	p.w.logf(p, "collect %s: %d deleted, %v", prefixKey(p.ep.lease), n, err)
+}
+
+func (p *proc) renew() {
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	p.w.count("renew")
+	err := p.lease.Renew(ctx)
+	p.w.logf(p, "renew %s token %d: %v", leaseKey(p.ep.lease), p.ep.token, err)
+	if err == nil {
+		p.claim()
+	}
+}
+
+func (p *proc) release() {
+	w := p.w
+	w.mu.Lock()
+	p.ep.cut = w.now() // a holder that has decided to release no longer acts on its lease
+	w.mu.Unlock()
+	// A renewal stuck in a stalled request would hold Release up until the
+	// stall ends; let it through first (one process holds one lease, so
+	// that is the only request woken).
+	for _, f := range p.faults {
+		f.ReleaseStalls()
+	}
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	w.count("release")
+	err := p.lease.Release(ctx)
+	w.logf(p, "release %s token %d: %v", leaseKey(p.ep.lease), p.ep.token, err)
+	p.lease, p.ep = nil, nil
+	if w.cfg.leases > 1 && p.rnd.IntN(2) == 0 {
+		p.target = p.rnd.IntN(w.cfg.leases)
+	}
+}
+
+// newWorld builds a run's store and processes; it must be called inside
+// the bubble, whose clock is the simulation's real time.
+func newWorld(cfg config) (*world, error) {
+	w := &world{cfg: cfg, start: time.Now(), reg: make([][]regOp, cfg.leases), ops: map[string]int64{}}
+	w.store = mem.New()
+	w.audit = &auditStore{Store: w.store}
+	r := rand.New(rand.NewPCG(cfg.seed, 0x5eed))
+	for i := range cfg.clients {
+		p := &proc{w: w, id: i,
+			rnd:     rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
+			gateRnd: rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
+			clock:   newDriftClock(rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), cfg.drift, w.start),
+			target:  r.IntN(cfg.leases),
+		}
+		// Two injectors: the inner one refuses, loses replies, stalls and
+		// now and then holds a request for long; the outer one adds the
+		// everyday latency of a network.
+		f := cfg.faults
+		write := faulty.Rates{Precondition: 0.002 * f, Conflict: 0.01 * f, Throttled: 0.01 * f, Unknown: 0.01 * f, LostReply: 0.02 * f, Stall: 0.002 * f, Delay: 0.01 * f}
+		read := faulty.Rates{Throttled: 0.01 * f, Unknown: 0.01 * f, Stall: 0.002 * f, Delay: 0.01 * f}
+		inner, err := faulty.New(w.audit, faulty.Config{Seed: r.Uint64(), Default: read,
+			Ops:      map[faulty.Op]faulty.Rates{faulty.Create: write, faulty.Replace: write, faulty.Delete: write},
+			MinDelay: 100 * time.Millisecond, MaxDelay: cfg.ttl})
+		if err != nil {
+			return nil, err
+		}
+		outer, err := faulty.New(inner, faulty.Config{Seed: r.Uint64(), Default: faulty.Rates{Delay: 1},
+			MinDelay: time.Millisecond, MaxDelay: 40 * time.Millisecond})
+		if err != nil {
+			return nil, err
+		}
+		p.faults = []*faulty.Store{outer, inner}
+		p.store = &gateStore{Store: outer, raw: w.audit, p: p, calm: &w.calm}
+		for k := range cfg.leases {
+			opts := objlease.Options{TTL: cfg.ttl, DriftBound: cfg.drift, Holder: fmt.Sprintf("p%d", i),
+				Clock: p.clock, Rand: rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))}
+			if cfg.storeClock {
+				opts.StoreClock = &objlease.StoreClockRule{}
+			}
+			c, err := objlease.New(p.store, leaseKey(k), opts)
+			if err != nil {
+				return nil, err
+			}
+			p.clients = append(p.clients, c)
+		}
+		w.procs = append(w.procs, p)
+	}
+	return w, nil
+}
+
+// runWorld runs the processes for the configured duration, then lets
+// every one of them release what it holds with the faults switched off.
+func (w *world) run() {
+	var wg sync.WaitGroup
+	for _, p := range w.procs {
+		wg.Add(1)
+		go p.run(&wg)
+	}
+	time.Sleep(w.cfg.duration)
+	w.mu.Lock()
+	w.opsAt = len(w.trace)
+	w.mu.Unlock()
+	w.calm.Store(true)
+	for _, p := range w.procs {
+		for _, f := range p.faults {
+			f.ReleaseStalls()
+		}
+	}
+	wg.Wait()
+}

@@ -1,0 +1,107 @@
+package providertest_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/mem"
+	"github.com/objlease/objlease/providers/providertest"
+)
+
+const envBroken = "OBJLEASE_PROVIDERTEST_BROKEN"
+
+// The suite must refuse stores with the faults seen in real servers and
+// easy to write by mistake. Each runs in a copy of this test binary, since
+// the suite fails the test it is given.
+func TestRejectsBrokenStores(t *testing.T) {
+	for fault, want := range map[string]string{
+		"ignores-preconditions": "winners among",
+		"empty-version-matches": `got success, want precondition failed`,
+		"skips-identical-write": "does not declare VersionsRepeat",
+		"bare-errors":           "is not a *providers.Error",
+		"overlapping-pages":     "duplicate keys",
+	} {
+		t.Run(fault, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBrokenStore$", "-test.v")
+			cmd.Env = append(os.Environ(), envBroken+"="+fault)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the suite passed a store that %s:\n%s", fault, out)
+			}
+			if !strings.Contains(string(out), want) {
+				t.Errorf("the suite failed, but without %q:\n%s", want, out)
+			}
+		})
+	}
+}
+
+// TestHelperBrokenStore runs the suite on a broken store for TestRejectsBrokenStores.
+func TestHelperBrokenStore(t *testing.T) {
+	fault := os.Getenv(envBroken)
+	if fault == "" {
+		t.Skip("run as a separate process by TestRejectsBrokenStores")
+	}
+	providertest.Run(t, providertest.Config{Store: broken{mem.New(), fault}, Racers: 8, Rounds: 3})
+}
+
+// broken is a mem store with one fault.
+type broken struct {
+	*mem.Store
+	fault string
+}
+
+// current reads key's version, or "" if it is absent.
+func (b broken) current(ctx context.Context, key string) string {
+	a, err := b.Store.Stat(ctx, key)
+	if err != nil {
+		return ""
+	}
+	return a.Version
+}
+
+func (b broken) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
+	o, err := b.Store.Get(ctx, key, maxBytes)
+	if b.fault == "bare-errors" && errors.Is(err, providers.ErrNotFound) {
+		return nil, providers.ErrNotFound
+	}
+	return o, err
+}
+
+func (b broken) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
+	if b.fault == "ignores-preconditions" {
+		if v := b.current(ctx, key); v != "" {
+			return b.Store.Replace(ctx, key, data, md, v)
+		}
+	}
+	return b.Store.Create(ctx, key, data, md)
+}
+
+func (b broken) Replace(ctx context.Context, key string, data []byte, md map[string]string, ifVersion string) (providers.WriteResult, error) {
+	switch b.fault {
+	case "ignores-preconditions":
+		ifVersion = b.current(ctx, key)
+	case "empty-version-matches":
+		if ifVersion == "" {
+			ifVersion = b.current(ctx, key)
+		}
+	case "skips-identical-write":
+		if o, err := b.Store.Get(ctx, key, 0); err == nil && o.Version == ifVersion && bytes.Equal(o.Data, data) {
+			return providers.WriteResult{Version: o.Version}, nil
+		}
+	}
+	return b.Store.Replace(ctx, key, data, md, ifVersion)
+}
+
+func (b broken) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+	p, err := b.Store.List(ctx, prefix, pageToken, pageSize)
+	if b.fault == "overlapping-pages" && p.NextToken != "" && len(p.Objects) > 1 {
+		p.NextToken = p.Objects[len(p.Objects)-2].Key
+	}
+	return p, err
+}
