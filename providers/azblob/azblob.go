@@ -1,0 +1,307 @@
+package azblob
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	sdkblob "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// Store is a providers.Store backed by one Azure Blob Storage container.
+type Store struct {
+	client    *container.Client
+	container string // for messages
+}
+
+var _ providers.Store = (*Store)(nil)
+
+// New returns a Store that keeps its objects in the container client points
+// at. The caller owns the client's credentials, transport and retry policy
+// (writes disable retries per call; see the package documentation).
+func New(client *container.Client) *Store {
+	return &Store{client: client, container: containerName(client.URL())}
+}
+
+// containerName is the last path segment of a container URL.
+func containerName(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	return path.Base(strings.TrimSuffix(u.Path, "/"))
+}
+
+// noRetry disables the SDK's retries for one conditional write: a retried
+// write whose first reply was lost would report a false precondition failure.
+func noRetry(ctx context.Context) context.Context {
+	return policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
+}
+
+// Get reads a blob's bytes, attributes and metadata in one request.
+func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
+	if err := checkKey(key); err != nil {
+		return nil, providers.Wrap("get", key, providers.ErrInvalidKey, err)
+	}
+	resp, err := s.client.NewBlobClient(key).DownloadStream(ctx, nil)
+	if err != nil {
+		return nil, s.mapError("get", key, err)
+	}
+	defer resp.Body.Close()
+	size := deref(resp.ContentLength)
+	if maxBytes > 0 && size > maxBytes {
+		return nil, providers.Wrap("get", key, providers.ErrTooLarge,
+			fmt.Errorf("blob is %d bytes, bound is %d", size, maxBytes))
+	}
+	var body io.Reader = resp.Body
+	if maxBytes > 0 {
+		body = io.LimitReader(body, maxBytes+1) // in case the length was not declared
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, s.mapError("get", key, err)
+	}
+	if maxBytes > 0 && int64(len(data)) > maxBytes {
+		return nil, providers.Wrap("get", key, providers.ErrTooLarge,
+			fmt.Errorf("blob is over the bound of %d bytes", maxBytes))
+	}
+	return &providers.Object{
+		Attrs: providers.Attrs{
+			Key:          key,
+			Version:      etag(resp.ETag),
+			Size:         int64(len(data)),
+			Metadata:     decodeMetadata(resp.Metadata),
+			LastModified: deref(resp.LastModified),
+			StoreTime:    deref(resp.Date),
+		},
+		Data: data,
+	}, nil
+}
+
+// Stat reads a blob's attributes and metadata.
+func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
+	if err := checkKey(key); err != nil {
+		return nil, providers.Wrap("stat", key, providers.ErrInvalidKey, err)
+	}
+	resp, err := s.client.NewBlobClient(key).GetProperties(ctx, nil)
+	if err != nil {
+		return nil, s.mapError("stat", key, err)
+	}
+	return &providers.Attrs{
+		Key:          key,
+		Version:      etag(resp.ETag),
+		Size:         deref(resp.ContentLength),
+		Metadata:     decodeMetadata(resp.Metadata),
+		LastModified: deref(resp.LastModified),
+		StoreTime:    deref(resp.Date),
+	}, nil
+}
+
+// Create uploads the blob with If-None-Match: *.
+func (s *Store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+	star := azcore.ETagAny
+	return s.put(ctx, "create", key, data, metadata, &sdkblob.ModifiedAccessConditions{IfNoneMatch: &star})
+}
+
+// Replace uploads the blob with If-Match: ifVersion.
+func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+	if err := checkVersion(ifVersion); err != nil {
+		return providers.WriteResult{}, providers.Wrap("replace", key, providers.ErrPrecondition, err)
+	}
+	return s.put(ctx, "replace", key, data, metadata, &sdkblob.ModifiedAccessConditions{IfMatch: ifMatch(ifVersion)})
+}
+
+func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond *sdkblob.ModifiedAccessConditions) (providers.WriteResult, error) {
+	if err := checkKey(key); err != nil {
+		return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrInvalidKey, err)
+	}
+	md, err := encodeMetadata(metadata)
+	if err != nil {
+		return providers.WriteResult{}, providers.Wrap(op, key, err, nil)
+	}
+	resp, err := s.client.NewBlockBlobClient(key).Upload(noRetry(ctx),
+		streaming.NopCloser(bytes.NewReader(data)),
+		&blockblob.UploadOptions{
+			Metadata:         md,
+			AccessConditions: &sdkblob.AccessConditions{ModifiedAccessConditions: cond},
+		})
+	if err != nil {
+		return providers.WriteResult{}, s.mapError(op, key, err)
+	}
+	return providers.WriteResult{
+		Version:      etag(resp.ETag),
+		LastModified: deref(resp.LastModified),
+		StoreTime:    deref(resp.Date),
+	}, nil
+}
+
+// Delete deletes the blob with If-Match: ifVersion.
+func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
+	if err := checkKey(key); err != nil {
+		return providers.Wrap("delete", key, providers.ErrInvalidKey, err)
+	}
+	if err := checkVersion(ifVersion); err != nil {
+		return providers.Wrap("delete", key, providers.ErrPrecondition, err)
+	}
+	_, err := s.client.NewBlobClient(key).Delete(noRetry(ctx), &sdkblob.DeleteOptions{
+		AccessConditions: &sdkblob.AccessConditions{
+			ModifiedAccessConditions: &sdkblob.ModifiedAccessConditions{IfMatch: ifMatch(ifVersion)},
+		},
+	})
+	if err != nil {
+		return s.mapError("delete", key, err)
+	}
+	return nil
+}
+
+// List returns one page of blobs under prefix; pageToken is Azure's marker.
+func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+	opts := &container.ListBlobsFlatOptions{Prefix: &prefix}
+	if pageToken != "" {
+		opts.Marker = &pageToken
+	}
+	if pageSize > 0 {
+		n := int32(min(pageSize, 5000)) // Azure's maximum page
+		opts.MaxResults = &n
+	}
+	resp, err := s.client.NewListBlobsFlatPager(opts).NextPage(ctx)
+	if err != nil {
+		return providers.ListPage{}, s.mapError("list", prefix, err)
+	}
+	var page providers.ListPage
+	if resp.Segment != nil {
+		for _, b := range resp.Segment.BlobItems {
+			a := providers.Attrs{Key: deref(b.Name), StoreTime: deref(resp.Date)}
+			if p := b.Properties; p != nil {
+				a.Version = etag(p.ETag)
+				a.Size = deref(p.ContentLength)
+				a.LastModified = deref(p.LastModified)
+			}
+			page.Objects = append(page.Objects, a)
+		}
+	}
+	page.NextToken = deref(resp.NextMarker)
+	return page, nil
+}
+
+// Properties reports Azure's declared behaviour.
+func (s *Store) Properties() providers.Properties {
+	return providers.Properties{
+		Name:                 "azblob",
+		VersionsRepeat:       false, // the ETag changes on every write, even of identical bytes
+		TimestampGranularity: time.Second,
+	}
+}
+
+// As sets *target to the container client when target is a **container.Client.
+func (s *Store) As(target any) bool {
+	p, ok := target.(**container.Client)
+	if ok {
+		*p = s.client
+	}
+	return ok
+}
+
+// Close does nothing: the caller owns the client.
+func (s *Store) Close() error { return nil }
+
+// checkKey refuses keys Azure would store under a different name or reject.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("empty key")
+	case len(key) > 1024:
+		return fmt.Errorf("key is %d bytes, Azure allows 1024", len(key))
+	case !utf8.ValidString(key):
+		return errors.New("key is not valid UTF-8")
+	case strings.HasPrefix(key, "/"):
+		return errors.New("key starts with '/'")
+	}
+	// The service normalises URL paths: "." and ".." segments are resolved and
+	// a trailing dot or slash is dropped, so such a key would name another blob.
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || strings.HasSuffix(seg, ".") {
+			return fmt.Errorf("path segment %q is empty or ends with '.'", seg)
+		}
+	}
+	return nil
+}
+
+// checkVersion refuses versions that would make If-Match unconditional.
+func checkVersion(v string) error {
+	if t := strings.Trim(v, `"`); t == "" || t == "*" {
+		return fmt.Errorf("version %q matches no single blob version", v)
+	}
+	return nil
+}
+
+// encodeMetadata turns portable keys into Azure metadata names ('-' -> '_').
+func encodeMetadata(md map[string]string) (map[string]*string, error) {
+	if len(md) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*string, len(md))
+	for k, v := range md {
+		if k == "" || k[0] >= '0' && k[0] <= '9' {
+			return nil, fmt.Errorf("metadata key %q: must not be empty or start with a digit on Azure", k)
+		}
+		for _, c := range k {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return nil, fmt.Errorf("metadata key %q: only a-z, 0-9 and '-' are portable", k)
+			}
+		}
+		for i := 0; i < len(v); i++ {
+			if v[i] < 0x20 || v[i] > 0x7e {
+				return nil, fmt.Errorf("metadata %q: value must be printable ASCII", k)
+			}
+		}
+		out[strings.ReplaceAll(k, "-", "_")] = &v
+	}
+	return out, nil
+}
+
+// decodeMetadata undoes encodeMetadata and the case changes made by the store.
+func decodeMetadata(md map[string]*string) map[string]string {
+	out := make(map[string]string, len(md))
+	for k, v := range md {
+		out[strings.ReplaceAll(strings.ToLower(k), "_", "-")] = deref(v)
+	}
+	return out
+}
+
+// etag is the version for an ETag. Headers quote ETags and listings do
+// not, so versions are kept unquoted.
+func etag(e *azcore.ETag) string {
+	if e == nil {
+		return ""
+	}
+	return strings.Trim(string(*e), `"`)
+}
+
+// ifMatch is the If-Match value for a version (quoted, as HTTP wants).
+func ifMatch(version string) *azcore.ETag {
+	e := azcore.ETag(`"` + strings.Trim(version, `"`) + `"`)
+	return &e
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

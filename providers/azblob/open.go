@@ -1,0 +1,112 @@
+package azblob
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// Scheme is the URL scheme this package registers with providers.Register.
+const Scheme = "azblob"
+
+// Environment variables read by OpenURL.
+const (
+	EnvConnectionString = "AZURE_STORAGE_CONNECTION_STRING"
+	EnvAccount          = "AZURE_STORAGE_ACCOUNT"
+)
+
+func init() {
+	providers.Register(Scheme, func(ctx context.Context, u *url.URL) (providers.Store, string, error) {
+		s, key, err := openURL(u, nil)
+		if err != nil {
+			return nil, "", err
+		}
+		return s, key, nil
+	})
+}
+
+// OpenURL opens the store named by an azblob://CONTAINER/KEY URL (see the
+// package documentation for query parameters and environment variables) and
+// returns it with the key the URL points at. opts, which may be nil, are
+// passed to the SDK client, e.g. to install a transport.
+func OpenURL(ctx context.Context, rawURL string, opts *container.ClientOptions) (*Store, string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w %q: %v", providers.ErrBadURL, rawURL, err)
+	}
+	return openURL(u, opts)
+}
+
+// location is what an azblob URL says, before any client is built.
+type location struct {
+	container, key    string
+	account, endpoint string // from the query; empty if not given
+}
+
+func parseURL(u *url.URL) (location, error) {
+	bad := func(format string, args ...any) (location, error) {
+		return location{}, fmt.Errorf("%w %q: %s", providers.ErrBadURL, u.Redacted(), fmt.Sprintf(format, args...))
+	}
+	if u.Scheme != Scheme {
+		return bad("scheme is %q, want %q", u.Scheme, Scheme)
+	}
+	if u.User != nil || u.Port() != "" {
+		return bad("want azblob://CONTAINER/KEY; give the account with ?account= or %s", EnvConnectionString)
+	}
+	if u.Host == "" {
+		return bad("no container (want azblob://CONTAINER/KEY)")
+	}
+	loc := location{container: u.Host, key: strings.TrimPrefix(u.Path, "/")}
+	for name, vals := range u.Query() {
+		switch name {
+		case "account":
+			loc.account = vals[0]
+		case "endpoint":
+			loc.endpoint = strings.TrimSuffix(vals[0], "/")
+		default:
+			return bad("unknown query parameter %q (want account, endpoint)", name)
+		}
+	}
+	return loc, nil
+}
+
+func openURL(u *url.URL, opts *container.ClientOptions) (*Store, string, error) {
+	loc, err := parseURL(u)
+	if err != nil {
+		return nil, "", err
+	}
+	account, endpoint := loc.account, loc.endpoint
+	if account == "" && endpoint == "" {
+		if cs := os.Getenv(EnvConnectionString); cs != "" {
+			c, err := container.NewClientFromConnectionString(cs, loc.container, opts)
+			if err != nil {
+				return nil, "", fmt.Errorf("%w %q: %s: %v", providers.ErrBadURL, u.Redacted(), EnvConnectionString, err)
+			}
+			return New(c), loc.key, nil
+		}
+		account = os.Getenv(EnvAccount)
+	}
+	if endpoint == "" {
+		if account == "" {
+			return nil, "", fmt.Errorf("%w %q: no account: set %s or %s, or add ?account=NAME",
+				providers.ErrBadURL, u.Redacted(), EnvConnectionString, EnvAccount)
+		}
+		endpoint = "https://" + account + ".blob.core.windows.net"
+	}
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("azblob: container %q: default Azure credential: %w", loc.container, err)
+	}
+	c, err := container.NewClient(endpoint+"/"+url.PathEscape(loc.container), cred, opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w %q: %v", providers.ErrBadURL, u.Redacted(), err)
+	}
+	return New(c), loc.key, nil
+}

@@ -1,0 +1,114 @@
+package azblob
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/objlease/objlease/providers"
+)
+
+const devConnStr = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
+	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
+	"BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
+
+func TestParseURL(t *testing.T) {
+	good := []struct {
+		url  string
+		want location
+	}{
+		{"azblob://leases", location{container: "leases"}},
+		{"azblob://leases/", location{container: "leases"}},
+		{"azblob://leases/jobs/nightly", location{container: "leases", key: "jobs/nightly"}},
+		{"azblob://leases/jobs/night%20ly%C3%BC", location{container: "leases", key: "jobs/night lyü"}},
+		{"azblob://leases/k?account=acct", location{container: "leases", key: "k", account: "acct"}},
+		{"azblob://leases/k?endpoint=https://acct.blob.core.windows.net/", location{container: "leases", key: "k", endpoint: "https://acct.blob.core.windows.net"}},
+	}
+	for _, tt := range good {
+		u, err := url.Parse(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseURL(u)
+		if err != nil || got != tt.want {
+			t.Errorf("parseURL(%q) = %+v, %v; want %+v", tt.url, got, err, tt.want)
+		}
+	}
+	bad := []string{
+		"azblob:///key",              // no container
+		"azblob://leases/k?acount=x", // misspelt parameter
+		"azblob://user@leases/k",     // credentials do not go in the URL
+		"azblob://leases:443/k",      // nor an endpoint
+		"s3://leases/k",              // another scheme
+	}
+	for _, raw := range bad {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parseURL(u); !errors.Is(err, providers.ErrBadURL) {
+			t.Errorf("parseURL(%q): %v, want ErrBadURL", raw, err)
+		}
+	}
+}
+
+func clientURL(t *testing.T, s providers.Store) string {
+	t.Helper()
+	var c *container.Client
+	if !s.As(&c) {
+		t.Fatal("As did not reach the client")
+	}
+	return c.URL()
+}
+
+// TestOpenChoosesAccount checks which account each URL and environment lead
+// to. No request is sent.
+func TestOpenChoosesAccount(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name, connStr, account, url, wantURL, wantKey string
+	}{
+		{"connection string", devConnStr, "", "azblob://leases/a/b",
+			"http://127.0.0.1:10000/devstoreaccount1/leases", "a/b"},
+		{"account variable", "", "acct", "azblob://leases/a",
+			"https://acct.blob.core.windows.net/leases", "a"},
+		{"query account beats connection string", devConnStr, "", "azblob://leases/a?account=other",
+			"https://other.blob.core.windows.net/leases", "a"},
+		{"endpoint", "", "", "azblob://leases/a?endpoint=https://edge.example/acct/",
+			"https://edge.example/acct/leases", "a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvConnectionString, tt.connStr)
+			t.Setenv(EnvAccount, tt.account)
+			s, key, err := providers.Open(ctx, tt.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := clientURL(t, s); got != tt.wantURL || key != tt.wantKey {
+				t.Errorf("Open(%q) = client %q, key %q; want %q, %q", tt.url, got, key, tt.wantURL, tt.wantKey)
+			}
+		})
+	}
+
+	t.Run("no account", func(t *testing.T) {
+		t.Setenv(EnvConnectionString, "")
+		t.Setenv(EnvAccount, "")
+		_, _, err := providers.Open(ctx, "azblob://leases/a")
+		if !errors.Is(err, providers.ErrBadURL) || !strings.Contains(err.Error(), EnvConnectionString) {
+			t.Errorf("Open without an account: %v, want ErrBadURL naming %s", err, EnvConnectionString)
+		}
+	})
+	t.Run("bad connection string", func(t *testing.T) {
+		t.Setenv(EnvConnectionString, "not a connection string")
+		_, _, err := OpenURL(ctx, "azblob://leases/a", nil)
+		if !errors.Is(err, providers.ErrBadURL) {
+			t.Errorf("Open with a broken connection string: %v, want ErrBadURL", err)
+		}
+	})
+}
