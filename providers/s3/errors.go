@@ -1,0 +1,127 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// Errors for answers that concern the bucket or the credentials rather than
+// the object. They are wrapped like the portable errors, so the message still
+// names the key and errors.As still reaches the SDK error.
+var (
+	// ErrNoBucket: the bucket does not exist.
+	ErrNoBucket = errors.New("bucket does not exist")
+	// ErrCredentials: the store refused the credentials (unknown access key,
+	// wrong secret, expired token) or denied the request.
+	ErrCredentials = errors.New("credentials refused")
+)
+
+// answer is what a failed SDK call tells us about the store's reply.
+type answer struct {
+	status  int    // HTTP status; 0 if no reply arrived
+	code    string // S3 error code from the body, or the SDK's stand-in for HEAD
+	noReply bool   // the request failed in transit, or its reply was lost or unreadable
+	ctxErr  bool   // the caller's context ended while the request was out
+}
+
+func inspect(err error) answer {
+	var a answer
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		a.status = re.HTTPStatusCode()
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		a.code = ae.ErrorCode()
+	}
+	var send *smithyhttp.RequestSendError
+	var de *smithy.DeserializationError
+	var ne net.Error
+	a.noReply = errors.As(err, &send) || errors.As(err, &de) || errors.As(err, &ne)
+	a.ctxErr = errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	return a
+}
+
+// request says what a failed request was for, which decides what some
+// answers mean.
+type request int
+
+const (
+	read     request = iota // Get, Stat, List
+	write                   // a conditional PUT or DELETE: it may have landed
+	precheck                // the HEAD before a DELETE: a read, but absent means "no match"
+)
+
+// mapError is the one place where S3 answers become portable errors. Rows
+// are checked in order; the comment on each says which store behaviour it
+// covers. The result names op and key and wraps err.
+func (s *Store) mapError(op, key string, req request, err error) error {
+	a := inspect(err)
+	var sentinel error
+	switch {
+	// AWS and versitygw: If-None-Match: * on an existing key, or If-Match
+	// with a stale ETag (PUT and DELETE).
+	case a.status == 412:
+		sentinel = providers.ErrPrecondition
+
+	// AWS and versitygw: NoSuchBucket on any request with a body.
+	case a.code == "NoSuchBucket":
+		sentinel = fmt.Errorf("%w: %q", ErrNoBucket, s.bucket)
+
+	// AWS: 403 InvalidAccessKeyId, SignatureDoesNotMatch, AccessDenied (and
+	// a bare 403 on HEAD); 400 ExpiredToken / InvalidToken for stale session
+	// credentials. versitygw: 404 XAdminUserNotFound for an unknown access
+	// key. A skewed clock is the SDK's to correct, not a credentials problem.
+	case a.status == 403 && a.code != "RequestTimeTooSkewed",
+		a.code == "XAdminUserNotFound", a.code == "ExpiredToken", a.code == "InvalidToken":
+		sentinel = fmt.Errorf("%w for bucket %q", ErrCredentials, s.bucket)
+
+	// AWS and versitygw: GET of a missing key answers 404 NoSuchKey; HEAD has
+	// no body, so the SDK reports NotFound.
+	case req == read && a.status == 404:
+		sentinel = providers.ErrNotFound
+
+	// AWS and versitygw: PUT with If-Match on a missing key answers 404
+	// NoSuchKey, and so does AWS for DELETE; the HEAD before a DELETE answers
+	// 404. For the contract, absent is one way of not matching.
+	case a.status == 404 && (a.code == "NoSuchKey" || a.code == "NotFound"):
+		sentinel = providers.ErrPrecondition
+
+	// AWS only (no emulator here does it): a conditional write that raced
+	// another one to the same key is refused with 409
+	// ConditionalRequestConflict. Nothing was written.
+	case a.status == 409 && a.code == "ConditionalRequestConflict":
+		sentinel = providers.ErrConflict
+
+	// AWS: 503 SlowDown when a prefix takes too many requests; 429 from
+	// S3-compatible stores and proxies. Nothing was written.
+	case a.status == 429, a.status == 503 && a.code == "SlowDown":
+		sentinel = providers.ErrThrottled
+
+	// AWS: 400 KeyTooLongError, InvalidBucketName.
+	case a.code == "KeyTooLongError", a.code == "InvalidBucketName":
+		sentinel = providers.ErrInvalidKey
+
+	// S3-compatible stores without conditional writes answer 501
+	// NotImplemented to If-None-Match / If-Match. Nothing was written.
+	case a.status == 501:
+		sentinel = fmt.Errorf("%w: store does not implement conditional writes", errors.ErrUnsupported)
+
+	// A write whose reply we did not get or could not read, that the
+	// caller's context cut short, or that failed inside the store (5xx) may
+	// have landed.
+	case req == write && (a.status >= 500 || a.status < 300 && (a.noReply || a.ctxErr)):
+		sentinel = providers.ErrUnknownOutcome
+	}
+	if sentinel == nil {
+		return &providers.Error{Op: op, Key: key, Err: err}
+	}
+	return providers.Wrap(op, key, sentinel, err)
+}

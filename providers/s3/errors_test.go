@@ -1,0 +1,256 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// sentinels are every error mapError may choose.
+var sentinels = []error{
+	providers.ErrNotFound, providers.ErrPrecondition, providers.ErrConflict, providers.ErrThrottled,
+	providers.ErrUnknownOutcome, providers.ErrInvalidKey, ErrNoBucket, ErrCredentials, errors.ErrUnsupported,
+}
+
+// checkMapped fails t unless err names op and key, matches want (and no other
+// sentinel; want nil: none) and keeps the SDK error reachable.
+func checkMapped(t *testing.T, err error, op, key string, want error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s %q: success, want %v", op, key, want)
+	}
+	var pe *providers.Error
+	if !errors.As(err, &pe) || pe.Op != op || pe.Key != key {
+		t.Errorf("%s %q: %v (%T) does not name the operation and key", op, key, err, err)
+	}
+	for _, s := range sentinels {
+		if got := errors.Is(err, s); got != (s == want) {
+			t.Errorf("%s %q: errors.Is(err, %v) = %v: %v", op, key, s, got, err)
+		}
+	}
+	var oe *smithy.OperationError
+	if !errors.As(err, &oe) {
+		t.Errorf("%s %q: SDK error not reachable with errors.As: %v", op, key, err)
+	}
+}
+
+// TestMapError drives the real SDK client into each row of mapError with the
+// status, code and headers the real store sends.
+func TestMapError(t *testing.T) {
+	tests := []struct {
+		name, op     string
+		status       int
+		code, msg    string
+		want         error
+		wantAttempts int // requests of the op's method; 0: not checked
+	}{
+		// Conditional writes refused.
+		{"create on existing", "create", 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", providers.ErrPrecondition, 1},
+		{"replace stale", "replace", 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", providers.ErrPrecondition, 1},
+		{"delete stale", "delete", 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", providers.ErrPrecondition, 1},
+		{"replace missing", "replace", 404, "NoSuchKey", "The specified key does not exist.", providers.ErrPrecondition, 1},
+		{"delete missing", "delete", 404, "NoSuchKey", "The specified key does not exist.", providers.ErrPrecondition, 1},
+		// Reads of a missing key.
+		{"get missing", "get", 404, "NoSuchKey", "The specified key does not exist.", providers.ErrNotFound, 1},
+		{"stat missing", "stat", 404, "", "", providers.ErrNotFound, 1},
+		// Racing conditional writes on AWS.
+		{"create conflict", "create", 409, "ConditionalRequestConflict", "A conflicting operation occurred. If using PutObject you can retry the request.", providers.ErrConflict, 1},
+		{"replace conflict", "replace", 409, "ConditionalRequestConflict", "A conflicting operation occurred. If using PutObject you can retry the request.", providers.ErrConflict, 1},
+		{"delete conflict", "delete", 409, "ConditionalRequestConflict", "A conflicting operation occurred.", providers.ErrConflict, 1},
+		// Throttling: writes are not retried, reads are and still fail.
+		{"create slowdown", "create", 503, "SlowDown", "Please reduce your request rate.", providers.ErrThrottled, 1},
+		{"replace 429", "replace", 429, "TooManyRequests", "Too many requests", providers.ErrThrottled, 1},
+		{"get slowdown", "get", 503, "SlowDown", "Please reduce your request rate.", providers.ErrThrottled, 3},
+		// Bucket missing: not to be mistaken for a missing key.
+		{"get no bucket", "get", 404, "NoSuchBucket", "The specified bucket does not exist", ErrNoBucket, 1},
+		{"create no bucket", "create", 404, "NoSuchBucket", "The specified bucket does not exist", ErrNoBucket, 1},
+		{"list no bucket", "list", 404, "NoSuchBucket", "The specified bucket does not exist", ErrNoBucket, 1},
+		// Credentials.
+		{"get unknown access key", "get", 403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.", ErrCredentials, 1},
+		{"create bad signature", "create", 403, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided.", ErrCredentials, 1},
+		{"list access denied", "list", 403, "AccessDenied", "Access Denied", ErrCredentials, 1},
+		{"stat forbidden", "stat", 403, "", "", ErrCredentials, 1},
+		{"get versitygw unknown key", "get", 404, "XAdminUserNotFound", "No user exists with the provided access key ID.", ErrCredentials, 1},
+		{"create expired token", "create", 400, "ExpiredToken", "The provided token has expired.", ErrCredentials, 1},
+		{"create skewed clock", "create", 403, "RequestTimeTooSkewed", "The difference between the request time and the current time is too large.", nil, 1},
+		// Keys the store refuses.
+		{"create key too long", "create", 400, "KeyTooLongError", "Your key is too long", providers.ErrInvalidKey, 1},
+		// A store without conditional writes.
+		{"create not implemented", "create", 501, "NotImplemented", "A header you provided implies functionality that is not implemented", errors.ErrUnsupported, 1},
+		// Failures inside the store: a write may have landed; a read is retried.
+		{"create internal error", "create", 500, "InternalError", "We encountered an internal error. Please try again.", providers.ErrUnknownOutcome, 1},
+		{"replace internal error", "replace", 500, "InternalError", "We encountered an internal error. Please try again.", providers.ErrUnknownOutcome, 1},
+		{"delete unavailable", "delete", 503, "ServiceUnavailable", "Service is unable to handle request.", providers.ErrUnknownOutcome, 1},
+		{"get internal error", "get", 500, "InternalError", "We encountered an internal error. Please try again.", nil, 3},
+		// Anything else keeps only the native error.
+		{"create invalid argument", "create", 400, "InvalidArgument", "Invalid argument", nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodHead && tt.op == "delete" {
+					headOK(w)
+					return
+				}
+				s3Error(w, r, tt.status, tt.code, tt.msg)
+			})
+			key := "leases/" + strings.ReplaceAll(tt.name, " ", "-")
+			err := do(t.Context(), s, tt.op, key)
+			checkMapped(t, err, tt.op, key, tt.want)
+			if tt.code != "" && tt.op != "stat" {
+				var ae smithy.APIError
+				if !errors.As(err, &ae) || ae.ErrorCode() != tt.code {
+					t.Errorf("native code not reachable: want %s in %v", tt.code, err)
+				}
+			}
+			var re *smithyhttp.ResponseError
+			if !errors.As(err, &re) || re.HTTPStatusCode() != tt.status {
+				t.Errorf("native status not reachable: want %d in %v", tt.status, err)
+			}
+			if got := f.requests(methodOf(tt.op)); tt.wantAttempts != 0 && got != tt.wantAttempts {
+				t.Errorf("%d %s requests, want %d", got, methodOf(tt.op), tt.wantAttempts)
+			}
+			if errors.Is(err, ErrNoBucket) || errors.Is(err, ErrCredentials) {
+				if !strings.Contains(err.Error(), `"`+testBucket+`"`) {
+					t.Errorf("error does not name bucket %q: %v", testBucket, err)
+				}
+			}
+		})
+	}
+}
+
+// TestDeletePrecheck covers the HEAD that Delete sends first.
+func TestDeletePrecheck(t *testing.T) {
+	t.Run("absent", func(t *testing.T) {
+		s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) { s3Error(w, r, 404, "", "") })
+		err := s.Delete(t.Context(), "k", "v1")
+		checkMapped(t, err, "delete", "k", providers.ErrPrecondition)
+		if n := f.requests(http.MethodDelete); n != 0 {
+			t.Errorf("%d DELETE requests for an absent key, want 0", n)
+		}
+	})
+	t.Run("other version", func(t *testing.T) {
+		s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) { headOK(w) })
+		err := s.Delete(t.Context(), "k", "v0")
+		if !errors.Is(err, providers.ErrPrecondition) || !strings.Contains(err.Error(), `"v1"`) {
+			t.Errorf("delete at a stale version: %v, want ErrPrecondition naming the current version", err)
+		}
+		if n := f.requests(http.MethodDelete); n != 0 {
+			t.Errorf("%d DELETE requests for a stale version, want 0", n)
+		}
+	})
+	t.Run("head fails", func(t *testing.T) {
+		// A failed HEAD is a read: nothing was written, the outcome is known.
+		s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) { s3Error(w, r, 500, "", "") })
+		err := s.Delete(t.Context(), "k", "v1")
+		checkMapped(t, err, "delete", "k", nil)
+		if n := f.requests(http.MethodHead); n != 3 {
+			t.Errorf("%d HEAD requests, want 3 (reads are retried)", n)
+		}
+	})
+}
+
+// dropConnection reads the request, then closes the connection without a
+// reply: the request reached the store, the answer never came back.
+func dropConnection(w http.ResponseWriter, r *http.Request) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	conn.Close()
+}
+
+// TestTransportErrors: a write whose reply is lost, or that the context cut
+// short in flight, has an unknown outcome and is sent once; a read is retried
+// and fails without claiming anything about a write.
+func TestTransportErrors(t *testing.T) {
+	for _, op := range []string{"create", "replace", "delete", "get", "stat", "list"} {
+		t.Run("lost reply/"+op, func(t *testing.T) {
+			s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodHead && op == "delete" {
+					headOK(w)
+					return
+				}
+				dropConnection(w, r)
+			})
+			err := do(t.Context(), s, op, "k")
+			want, attempts := error(nil), 3
+			if m := methodOf(op); m == http.MethodPut || m == http.MethodDelete {
+				want, attempts = providers.ErrUnknownOutcome, 1
+			}
+			checkMapped(t, err, op, "k", want)
+			if n := f.requests(methodOf(op)); n != attempts {
+				t.Errorf("%d %s requests, want %d", n, methodOf(op), attempts)
+			}
+		})
+	}
+
+	// blockUntilGone holds the request until the client gives up on it (or
+	// the test ends), telling the test when the request has arrived.
+	blockUntilGone := func(t *testing.T, arrived chan<- struct{}) *Store {
+		stop := make(chan struct{})
+		s, _ := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			// The server notices a closed connection only once the body is read.
+			io.Copy(io.Discard, r.Body)
+			arrived <- struct{}{}
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+		})
+		t.Cleanup(func() { close(stop) }) // runs before the server's Close
+		return s
+	}
+	t.Run("canceled in flight", func(t *testing.T) {
+		arrived := make(chan struct{}, 1)
+		s := blockUntilGone(t, arrived)
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { <-arrived; cancel() }()
+		_, err := s.Create(ctx, "k", []byte("x"), nil)
+		checkMapped(t, err, "create", "k", providers.ErrUnknownOutcome)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cause not reachable: %v", err)
+		}
+	})
+	t.Run("deadline in flight", func(t *testing.T) {
+		arrived := make(chan struct{}, 1)
+		s := blockUntilGone(t, arrived)
+		// The server never answers, so the deadline's length only sets how
+		// long the test waits.
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		_, err := s.Replace(ctx, "k", []byte("x"), nil, "v1")
+		checkMapped(t, err, "replace", "k", providers.ErrUnknownOutcome)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("cause not reachable: %v", err)
+		}
+	})
+	t.Run("canceled before sending", func(t *testing.T) {
+		s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) { t.Error("request sent") })
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := s.Create(ctx, "k", []byte("x"), nil)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, providers.ErrUnknownOutcome) {
+			t.Errorf("create with a done context: %v, want context.Canceled and a known outcome", err)
+		}
+		if n := f.requests(http.MethodPut); n != 0 {
+			t.Errorf("%d PUT requests, want 0", n)
+		}
+	})
+	t.Run("success without ETag", func(t *testing.T) {
+		s, _ := newFake(t, func(w http.ResponseWriter, r *http.Request) { awsHeaders(w) })
+		_, err := s.Create(t.Context(), "k", []byte("x"), nil)
+		if !errors.Is(err, providers.ErrUnknownOutcome) {
+			t.Errorf("create answered 200 without ETag: %v, want ErrUnknownOutcome", err)
+		}
+	})
+}

@@ -1,0 +1,98 @@
+package s3
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/objlease/objlease/providers"
+)
+
+func init() { providers.Register("s3", open) }
+
+// urlConfig is what an s3:// URL asks for.
+type urlConfig struct {
+	bucket, key      string
+	endpoint, region string
+	pathStyle        *bool // nil: decide from whether an endpoint is set
+}
+
+func parseURL(u *url.URL) (urlConfig, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w %q: %s", providers.ErrBadURL, u.Redacted(), fmt.Sprintf(format, args...))
+	}
+	c := urlConfig{bucket: u.Host, key: strings.TrimPrefix(u.Path, "/")}
+	switch {
+	case u.Scheme != "s3":
+		return c, bad("scheme is not s3")
+	case u.User != nil:
+		return c, bad("credentials do not belong in the URL; use the AWS credential chain")
+	case c.bucket == "":
+		return c, bad("no bucket (want s3://BUCKET/KEY)")
+	case u.Port() != "":
+		return c, bad("bucket %q has a port; put the store's address in ?endpoint=", c.bucket)
+	}
+	for name, vals := range u.Query() {
+		if len(vals) != 1 {
+			return c, bad("parameter %q given %d times", name, len(vals))
+		}
+		v := vals[0]
+		switch name {
+		case "endpoint":
+			e, err := url.Parse(v)
+			if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+				return c, bad("endpoint %q is not an http(s) URL", v)
+			}
+			c.endpoint = v
+		case "region":
+			c.region = v
+		case "path_style":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return c, bad("path_style %q is not true or false", v)
+			}
+			c.pathStyle = &b
+		default:
+			return c, bad("unknown parameter %q (want endpoint, region, path_style)", name)
+		}
+	}
+	return c, nil
+}
+
+// open is the Opener for s3:// URLs; see the package doc.
+func open(ctx context.Context, u *url.URL) (providers.Store, string, error) {
+	c, err := parseURL(u)
+	if err != nil {
+		return nil, "", err
+	}
+	var opts []func(*config.LoadOptions) error
+	if c.region != "" {
+		opts = append(opts, config.WithRegion(c.region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, "", fmt.Errorf("s3 bucket %q: loading AWS configuration: %w", c.bucket, err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	endpointSet := c.endpoint != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+	pathStyle := endpointSet
+	if c.pathStyle != nil {
+		pathStyle = *c.pathStyle
+	}
+	client := s3sdk.NewFromConfig(cfg, func(o *s3sdk.Options) {
+		if c.endpoint != "" {
+			o.BaseEndpoint = aws.String(c.endpoint)
+		}
+		o.UsePathStyle = pathStyle
+	})
+	return New(client, c.bucket), c.key, nil
+}

@@ -1,0 +1,153 @@
+package s3
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/objlease/objlease/providers"
+)
+
+func TestParseURL(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		url  string
+		want urlConfig
+	}{
+		{"s3://bkt", urlConfig{bucket: "bkt"}},
+		{"s3://bkt/leases/job", urlConfig{bucket: "bkt", key: "leases/job"}},
+		{"s3://bkt/leases/", urlConfig{bucket: "bkt", key: "leases/"}},
+		{"s3://my.bucket/a%20b/%D0%BA", urlConfig{bucket: "my.bucket", key: "a b/к"}},
+		{"s3://bkt/k?region=eu-west-1", urlConfig{bucket: "bkt", key: "k", region: "eu-west-1"}},
+		{"s3://bkt/k?endpoint=http://127.0.0.1:7070&region=us-east-1&path_style=true",
+			urlConfig{bucket: "bkt", key: "k", endpoint: "http://127.0.0.1:7070", region: "us-east-1", pathStyle: &yes}},
+		{"s3://bkt/k?endpoint=https://s3.example.com&path_style=false",
+			urlConfig{bucket: "bkt", key: "k", endpoint: "https://s3.example.com", pathStyle: &no}},
+	}
+	for _, tt := range tests {
+		u, err := url.Parse(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseURL(u)
+		if err != nil {
+			t.Errorf("parseURL(%q): %v", tt.url, err)
+			continue
+		}
+		if got.bucket != tt.want.bucket || got.key != tt.want.key || got.endpoint != tt.want.endpoint ||
+			got.region != tt.want.region || (got.pathStyle == nil) != (tt.want.pathStyle == nil) ||
+			got.pathStyle != nil && *got.pathStyle != *tt.want.pathStyle {
+			t.Errorf("parseURL(%q) = %+v, want %+v", tt.url, got, tt.want)
+		}
+	}
+
+	for _, bad := range []struct{ url, mention string }{
+		{"s3:///k", "no bucket"},
+		{"s3://bkt:9000/k", "port"},
+		{"s3://user:secret@bkt/k", "credentials"},
+		{"s3://bkt/k?endpiont=http://x", `"endpiont"`},
+		{"s3://bkt/k?endpoint=127.0.0.1:7070", "not an http(s) URL"},
+		{"s3://bkt/k?path_style=maybe", `"maybe"`},
+		{"s3://bkt/k?region=a&region=b", "2 times"},
+	} {
+		u, err := url.Parse(bad.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = parseURL(u)
+		if !errors.Is(err, providers.ErrBadURL) || !strings.Contains(err.Error(), bad.mention) {
+			t.Errorf("parseURL(%q) = %v, want ErrBadURL mentioning %s", bad.url, err, bad.mention)
+		}
+		if strings.Contains(bad.url, "secret") && strings.Contains(err.Error(), "secret") {
+			t.Errorf("parseURL(%q) error shows the password: %v", bad.url, err)
+		}
+	}
+}
+
+// isolateAWSEnv keeps the developer's AWS configuration out of the test and
+// gives it static credentials.
+func isolateAWSEnv(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_CONFIG_FILE":             filepath.Join(dir, "config"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
+		"AWS_PROFILE":                 "",
+		"AWS_REGION":                  "",
+		"AWS_DEFAULT_REGION":          "",
+		"AWS_ENDPOINT_URL":            "",
+		"AWS_ENDPOINT_URL_S3":         "",
+		"AWS_EC2_METADATA_DISABLED":   "true",
+		"AWS_ACCESS_KEY_ID":           "AKIDFROMENV",
+		"AWS_SECRET_ACCESS_KEY":       "secret-from-env",
+		"AWS_SESSION_TOKEN":           "",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// TestOpen opens URLs through providers.Open and checks where the requests
+// go and how they are signed.
+func TestOpen(t *testing.T) {
+	var got *http.Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		headOK(w)
+	}))
+	defer srv.Close()
+
+	tests := []struct {
+		name, url, endpointEnv string
+		wantPath, wantRegion   string
+	}{
+		{"endpoint in URL, path style by default", "s3://bkt/leases/job?endpoint=" + srv.URL, "", "/bkt/leases/job", "us-east-1"},
+		{"endpoint and region in URL", "s3://bkt/leases/job?endpoint=" + srv.URL + "&region=eu-west-1", "", "/bkt/leases/job", "eu-west-1"},
+		{"endpoint from AWS_ENDPOINT_URL_S3", "s3://bkt/leases/job", srv.URL, "/bkt/leases/job", "us-east-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolateAWSEnv(t)
+			t.Setenv("AWS_ENDPOINT_URL_S3", tt.endpointEnv)
+			store, key, err := providers.Open(t.Context(), tt.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if key != "leases/job" {
+				t.Errorf("key %q, want leases/job", key)
+			}
+			if _, err := store.Stat(t.Context(), key); err != nil {
+				t.Fatal(err)
+			}
+			if got.URL.Path != tt.wantPath {
+				t.Errorf("request path %q, want %q", got.URL.Path, tt.wantPath)
+			}
+			auth := got.Header.Get("Authorization")
+			if !strings.Contains(auth, "Credential=AKIDFROMENV/") || !strings.Contains(auth, "/"+tt.wantRegion+"/s3/") {
+				t.Errorf("Authorization %q: want the key from the environment and region %s", auth, tt.wantRegion)
+			}
+			var client *s3sdk.Client
+			if !store.As(&client) {
+				t.Error("As does not reach the client")
+			}
+		})
+	}
+
+	t.Run("virtual-hosted style when asked", func(t *testing.T) {
+		isolateAWSEnv(t)
+		store, _, err := providers.Open(t.Context(), "s3://bkt/k?path_style=false&endpoint="+srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var client *s3sdk.Client
+		store.As(&client)
+		if client.Options().UsePathStyle {
+			t.Error("path_style=false gave a path-style client")
+		}
+	})
+}

@@ -1,0 +1,374 @@
+// Package s3 stores lease records in an Amazon S3 bucket or an S3-compatible
+// store, using conditional PutObject and DeleteObject.
+//
+// # Constructing
+//
+// Build an *s3sdk.Client the usual way (so you control credentials,
+// transport and retries) and wrap it:
+//
+//	cfg, err := config.LoadDefaultConfig(ctx)
+//	client := s3sdk.NewFromConfig(cfg)
+//	store := s3.New(client, "my-bucket")
+//
+// or open a URL (the scheme is registered when this package is imported):
+//
+//	store, key, err := providers.Open(ctx, "s3://my-bucket/leases/job?region=eu-west-1")
+//
+// # URL form
+//
+//	s3://BUCKET/KEY/PATH?endpoint=http://127.0.0.1:7070&region=us-east-1&path_style=true
+//
+// Query parameters (any other is refused):
+//   - endpoint: base URL of an S3-compatible store. Without it the SDK's
+//     default endpoint applies, which honours AWS_ENDPOINT_URL_S3 and
+//     AWS_ENDPOINT_URL.
+//   - region: signing region. Without it AWS_REGION, AWS_DEFAULT_REGION or the
+//     shared config decide; if none does, us-east-1.
+//   - path_style: "true" for path-style addressing (http://host/bucket/key).
+//     It defaults to true when an endpoint is given, by the URL or by
+//     AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, and to false otherwise.
+//
+// Credentials come from the SDK's default chain (config.LoadDefaultConfig):
+// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_PROFILE
+// and the shared files, web identity, container and EC2 instance roles.
+//
+// # Writes
+//
+// Create sends PutObject with If-None-Match: *, Replace sends PutObject with
+// If-Match: the version. Delete reads the version with HEAD, then sends
+// DeleteObject with If-Match: AWS answers 404 to a conditional DELETE of a
+// missing key, but some S3-compatible stores (versitygw) answer 204, and the
+// HEAD keeps Delete's promise of ErrPrecondition there too, except for a key
+// that vanishes between the two requests. A version is the object's ETag
+// without its quotes. ETags of single-part uploads are the MD5 of the body, so
+// writing identical bytes again yields an earlier version again
+// (Properties.VersionsRepeat is true).
+//
+// Keys must be valid UTF-8 of at most 1024 bytes without control characters
+// (ListObjectsV2 could not return those in XML) and not start with '/'.
+//
+// # Retries
+//
+// Reads keep the client's retry policy. Conditional writes are sent exactly
+// once: if the SDK resent a write whose first reply was lost, the resend would
+// be refused with 412 although the first attempt succeeded, and the caller
+// would be told "precondition failed" about its own write. Sent once, such a
+// write reports ErrUnknownOutcome instead, which the lease protocol resolves
+// by re-reading the record and looking for its own nonce. Throttling answers
+// to writes are returned at once as ErrThrottled for the same reason.
+//
+// # Errors
+//
+// Store answers map onto the portable errors of package providers (and the
+// two of this package); the SDK's error stays reachable with errors.As
+// (smithy.APIError for the code, *smithyhttp.ResponseError for the status),
+// and messages name the key:
+//
+//	412 PreconditionFailed (stale If-Match, If-None-Match on existing)  ErrPrecondition
+//	404 NoSuchKey on a write, 404 to Delete's HEAD (key missing)        ErrPrecondition
+//	404 NoSuchKey on GET, 404 on HEAD                                   ErrNotFound
+//	409 ConditionalRequestConflict (AWS: racing conditional writes)     ErrConflict
+//	429, 503 SlowDown                                                   ErrThrottled
+//	404 NoSuchBucket                                                    ErrNoBucket, naming the bucket
+//	403 (AWS: InvalidAccessKeyId, SignatureDoesNotMatch, AccessDenied),
+//	404 XAdminUserNotFound (versitygw: unknown key),
+//	400 ExpiredToken, InvalidToken                                      ErrCredentials, naming the bucket
+//	400 KeyTooLongError, InvalidBucketName                              ErrInvalidKey
+//	501 NotImplemented (store lacks conditional writes)                 errors.ErrUnsupported
+//	on PUT and DELETE: transport error, lost reply, timeout or
+//	cancellation after sending, 5xx                                     ErrUnknownOutcome
+//
+// Anything else (a read's 5xx or transport error after the SDK's retries, 403
+// RequestTimeTooSkewed, ...) is a *providers.Error that wraps only the native
+// error. A write whose context is done before it is sent wraps the context's
+// error: nothing was sent. A HEAD reply has no body, so Stat reports
+// ErrNotFound for a missing bucket as well (and on versitygw for an unknown
+// access key), and Delete reports ErrPrecondition for a missing bucket.
+//
+// # Timestamps
+//
+// Attrs.LastModified is S3's Last-Modified (1 s resolution) on Get, Stat and
+// List. WriteResult.LastModified stays zero: the PutObject reply does not
+// carry it. StoreTime is the reply's Date header everywhere.
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// maxKeyBytes is S3's limit on the length of a key.
+const maxKeyBytes = 1024
+
+// Store is a providers.Store backed by one S3 bucket. It is safe for
+// concurrent use.
+type Store struct {
+	client *s3sdk.Client
+	bucket string
+}
+
+var _ providers.Store = (*Store)(nil)
+
+// New returns a Store for bucket that uses client, which the caller has
+// configured (credentials, region, endpoint, HTTP client, retries).
+func New(client *s3sdk.Client, bucket string) *Store {
+	return &Store{client: client, bucket: bucket}
+}
+
+// sendOnce turns off the SDK's retries for one conditional write; see the
+// package doc.
+func sendOnce(o *s3sdk.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1) }
+
+// Get reads the object under key.
+func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
+	const op = "get"
+	if err := checkKey(op, key); err != nil {
+		return nil, err
+	}
+	out, err := s.client.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		return nil, s.mapError(op, key, read, err)
+	}
+	defer out.Body.Close()
+	size := aws.ToInt64(out.ContentLength)
+	if maxBytes > 0 && size > maxBytes {
+		return nil, providers.Wrap(op, key, providers.ErrTooLarge, fmt.Errorf("object has %d bytes, bound is %d", size, maxBytes))
+	}
+	body := io.Reader(out.Body)
+	if maxBytes > 0 {
+		// Content-Length may be absent; never read past the bound.
+		body = io.LimitReader(out.Body, maxBytes+1)
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, &providers.Error{Op: op, Key: key, Err: fmt.Errorf("reading body: %w", err)}
+	}
+	if maxBytes > 0 && int64(len(data)) > maxBytes {
+		return nil, providers.Wrap(op, key, providers.ErrTooLarge, fmt.Errorf("object has more than %d bytes", maxBytes))
+	}
+	return &providers.Object{
+		Attrs: providers.Attrs{
+			Key:          key,
+			Version:      version(out.ETag),
+			Size:         int64(len(data)),
+			Metadata:     lowerKeys(out.Metadata),
+			LastModified: aws.ToTime(out.LastModified),
+			StoreTime:    dateOf(out.ResultMetadata),
+		},
+		Data: data,
+	}, nil
+}
+
+// Stat reads the attributes and metadata of the object under key.
+func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
+	const op = "stat"
+	if err := checkKey(op, key); err != nil {
+		return nil, err
+	}
+	out, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		return nil, s.mapError(op, key, read, err)
+	}
+	return &providers.Attrs{
+		Key:          key,
+		Version:      version(out.ETag),
+		Size:         aws.ToInt64(out.ContentLength),
+		Metadata:     lowerKeys(out.Metadata),
+		LastModified: aws.ToTime(out.LastModified),
+		StoreTime:    dateOf(out.ResultMetadata),
+	}, nil
+}
+
+// Create writes the object only if nothing exists under key.
+func (s *Store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+	return s.put(ctx, "create", key, data, metadata, func(in *s3sdk.PutObjectInput) { in.IfNoneMatch = aws.String("*") })
+}
+
+// Replace writes the object only if its current version is ifVersion.
+func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+	if ifVersion == "" {
+		// The SDK drops an empty If-Match header, which would turn this
+		// into an unconditional write.
+		return providers.WriteResult{}, providers.Wrap("replace", key, providers.ErrPrecondition, errors.New("empty version"))
+	}
+	return s.put(ctx, "replace", key, data, metadata, func(in *s3sdk.PutObjectInput) { in.IfMatch = etag(ifVersion) })
+}
+
+func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond func(*s3sdk.PutObjectInput)) (providers.WriteResult, error) {
+	if err := checkKey(op, key); err != nil {
+		return providers.WriteResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		// Nothing was sent, so the outcome is known.
+		return providers.WriteResult{}, &providers.Error{Op: op, Key: key, Err: err}
+	}
+	in := &s3sdk.PutObjectInput{
+		Bucket:        &s.bucket,
+		Key:           &key,
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		Metadata:      metadata,
+	}
+	cond(in)
+	out, err := s.client.PutObject(ctx, in, sendOnce)
+	if err != nil {
+		return providers.WriteResult{}, s.mapError(op, key, write, err)
+	}
+	if aws.ToString(out.ETag) == "" {
+		// The write landed but its version is unknown; a re-read finds it.
+		return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrUnknownOutcome, errors.New("store returned no ETag"))
+	}
+	return providers.WriteResult{Version: version(out.ETag), StoreTime: dateOf(out.ResultMetadata)}, nil
+}
+
+// Delete removes the object only if its current version is ifVersion. It
+// checks the version with HEAD before the conditional DELETE; see the package
+// doc for why.
+func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
+	const op = "delete"
+	if err := checkKey(op, key); err != nil {
+		return err
+	}
+	if ifVersion == "" {
+		// As in Replace: an empty If-Match would make the delete unconditional.
+		return providers.Wrap(op, key, providers.ErrPrecondition, errors.New("empty version"))
+	}
+	head, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		return s.mapError(op, key, precheck, err)
+	}
+	if v := version(head.ETag); v != ifVersion {
+		return providers.Wrap(op, key, providers.ErrPrecondition, fmt.Errorf("version is %q, not %q", v, ifVersion))
+	}
+	if err := ctx.Err(); err != nil {
+		return &providers.Error{Op: op, Key: key, Err: err}
+	}
+	_, err = s.client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: etag(ifVersion)}, sendOnce)
+	if err != nil {
+		return s.mapError(op, key, write, err)
+	}
+	return nil
+}
+
+// List returns up to pageSize objects under prefix in lexical order; S3
+// caps a page at 1000 objects. pageSize <= 0 leaves the size to the store.
+func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+	const op = "list"
+	in := &s3sdk.ListObjectsV2Input{Bucket: &s.bucket}
+	if prefix != "" {
+		in.Prefix = &prefix
+	}
+	if pageToken != "" {
+		in.ContinuationToken = &pageToken
+	}
+	if pageSize > 0 {
+		in.MaxKeys = aws.Int32(int32(min(pageSize, 1000)))
+	}
+	out, err := s.client.ListObjectsV2(ctx, in)
+	if err != nil {
+		return providers.ListPage{}, s.mapError(op, prefix, read, err)
+	}
+	now := dateOf(out.ResultMetadata)
+	page := providers.ListPage{Objects: make([]providers.Attrs, 0, len(out.Contents))}
+	for _, o := range out.Contents {
+		page.Objects = append(page.Objects, providers.Attrs{
+			Key:          aws.ToString(o.Key),
+			Version:      version(o.ETag),
+			Size:         aws.ToInt64(o.Size),
+			LastModified: aws.ToTime(o.LastModified),
+			StoreTime:    now,
+		})
+	}
+	if aws.ToBool(out.IsTruncated) {
+		page.NextToken = aws.ToString(out.NextContinuationToken)
+	}
+	return page, nil
+}
+
+// Properties reports that ETags repeat for identical bytes and that
+// Last-Modified has one-second resolution.
+func (s *Store) Properties() providers.Properties {
+	return providers.Properties{
+		Name:                 "s3",
+		VersionsRepeat:       true,
+		TimestampGranularity: time.Second,
+	}
+}
+
+// As sets *target to the underlying client if target is a **s3sdk.Client.
+func (s *Store) As(target any) bool {
+	p, ok := target.(**s3sdk.Client)
+	if ok {
+		*p = s.client
+	}
+	return ok
+}
+
+// Close does nothing: the client belongs to the caller.
+func (s *Store) Close() error { return nil }
+
+// checkKey refuses keys S3 cannot hold or that ListObjectsV2 could not return
+// in XML without URL-encoding.
+func checkKey(op, key string) error {
+	var why string
+	switch {
+	case key == "":
+		why = "empty key"
+	case strings.HasPrefix(key, "/"):
+		why = "key starts with a slash"
+	case len(key) > maxKeyBytes:
+		why = fmt.Sprintf("key is %d bytes, S3 allows %d", len(key), maxKeyBytes)
+	case !utf8.ValidString(key):
+		why = "key is not valid UTF-8"
+	case strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		why = "key contains a control character"
+	default:
+		return nil
+	}
+	return providers.Wrap(op, key, providers.ErrInvalidKey, errors.New(why))
+}
+
+// version turns an ETag into a version: S3 quotes ETags, some compatible
+// stores do not, so the quotes are dropped here and added back in etag.
+func version(tag *string) string { return strings.Trim(aws.ToString(tag), `"`) }
+
+func etag(version string) *string { return aws.String(`"` + version + `"`) }
+
+// lowerKeys returns metadata with lower-case keys. The SDK lower-cases them
+// already; this keeps the contract if that ever changes.
+func lowerKeys(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[strings.ToLower(k)] = v
+	}
+	return out
+}
+
+// dateOf returns the Date header of the raw reply, or zero.
+func dateOf(md middleware.Metadata) time.Time {
+	resp, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response)
+	if !ok || resp == nil {
+		return time.Time{}
+	}
+	t, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
