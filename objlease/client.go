@@ -363,7 +363,7 @@ func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("lease %q: %w (last attempt: %v)", c.key, context.Cause(ctx), err)
+			return nil, fmt.Errorf("lease %q: %w (last attempt: %w)", c.key, context.Cause(ctx), err)
 		case <-t.C():
 		}
 	}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// TestMain makes the test binary double as the objlease command: testscript
+// installs a copy named objlease on $PATH, and the scripts and the tests
+// below run it as a separate process.
+func TestMain(m *testing.M) {
+	// A binary built with -race sleeps 1 s at exit by default; the tests
+	// run it a hundred times. testscript passes GORACE on to scripts.
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+	}
+	testscript.Main(m, map[string]func(){
+		"objlease": main,
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": cmdExitcode,
+			"putobj":   cmdPutobj,
+			"jsonkeys": cmdJSONKeys,
+		},
+	})
+}
+
+// cmdExitcode runs a program like exec and checks its exit status:
+//
+//	exitcode N program [args...]
+func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdPutobj creates an object through the store a URL names, so that a
+// script can put a foreign or malformed object where a lease would be:
+//
+//	putobj URL file
+func cmdPutobj(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: putobj URL file")
+	}
+	store, key, err := providers.Open(context.Background(), args[0])
+	ts.Check(err)
+	defer store.Close()
+	_, err = store.Create(context.Background(), key, []byte(ts.ReadFile(args[1])), nil)
+	ts.Check(err)
+}
+
+// cmdJSONKeys checks that stdout holds one or more lines, each a JSON
+// object with every one of the keys:
+//
+//	jsonkeys key...
+func cmdJSONKeys(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: jsonkeys key...")
+	}
+	out := strings.TrimSuffix(ts.ReadFile("stdout"), "\n")
+	if out == "" {
+		ts.Fatalf("stdout is empty")
+	}
+	for i, line := range strings.Split(out, "\n") {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			ts.Fatalf("stdout line %d is not a JSON object: %v", i+1, err)
+		}
+		for _, k := range args {
+			if _, ok := obj[k]; !ok {
+				ts.Fatalf("stdout line %d has no key %q: %s", i+1, k, line)
+			}
+		}
+	}
+}

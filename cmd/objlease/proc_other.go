@@ -1,0 +1,14 @@
+//go:build !unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+)
+
+// startInGroup starts cmd as is: there are no process groups to use.
+func startInGroup(cmd *exec.Cmd) (giveBack func()) { return func() {} }
+
+// signalGroup stops cmd: without Unix signals, every signal kills.
+func signalGroup(cmd *exec.Cmd, sig os.Signal) error { return cmd.Process.Kill() }
