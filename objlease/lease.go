@@ -23,6 +23,16 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
+	// bgCtx is the background renewal's context: cancelled on Release so
+	// that a renewal hung in a request does not hold Release up.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	// writing serialises writes of the record by this holder (background
+	// renewal, Renew, Release), so that none of them writes against a
+	// version another has just replaced. A channel, so that waiting for it
+	// can end with the caller's context.
+	writing chan struct{}
+
 	mu         sync.Mutex
 	rec        *Record
 	version    string
@@ -41,8 +51,10 @@ func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time
 		c: c, ctx: ctx, cancel: cancel, rec: rec, version: res.Version,
 		validUntil: c.validUntil(sent),
 		extended:   make(chan struct{}, 1),
+		writing:    make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 	}
+	l.bgCtx, l.bgCancel = context.WithCancel(ctx)
 	l.stopped.Add(2)
 	go l.watchValidity()
 	go l.renewLoop()
@@ -170,7 +182,7 @@ func (l *Lease) renewLoop() {
 			t.Stop()
 			return
 		}
-		err := l.renew(l.ctx)
+		err := l.renew(l.bgCtx)
 		switch {
 		case err == nil:
 			wait = l.c.opts.RenewInterval
@@ -197,6 +209,12 @@ func (l *Lease) Renew(ctx context.Context) error {
 }
 
 func (l *Lease) renew(ctx context.Context) error {
+	select {
+	case l.writing <- struct{}{}:
+		defer func() { <-l.writing }()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 	l.mu.Lock()
 	if l.ended != nil {
 		defer l.mu.Unlock()
@@ -238,7 +256,14 @@ func (l *Lease) renew(ctx context.Context) error {
 // been lost (the record is then left alone).
 func (l *Lease) Release(ctx context.Context) error {
 	l.stopOnce.Do(func() { close(l.stop) })
+	l.bgCancel()
 	l.stopped.Wait()
+	select {
+	case l.writing <- struct{}{}:
+		defer func() { <-l.writing }()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 	l.mu.Lock()
 	if l.ended != nil {
 		defer l.mu.Unlock()
@@ -260,6 +285,13 @@ func (l *Lease) Release(ctx context.Context) error {
 		_, err = l.c.put(ctx, &next, version)
 	} else {
 		err = l.c.store.Delete(ctx, l.c.key, version)
+	}
+	if errors.Is(err, providers.ErrPrecondition) {
+		// A renewal abandoned by the cancellation above may have landed
+		// after all: only this holder writes its token in a held record.
+		if o, rerr := l.c.read(ctx); rerr == nil && o.rec != nil && o.rec.Token == next.Token && o.rec.State == StateHeld {
+			_, err = l.c.put(ctx, &next, o.version)
+		}
 	}
 	if errors.Is(err, providers.ErrPrecondition) {
 		err = fmt.Errorf("%w: lease %q: %w before release: %w", ErrLeaseLost, l.c.key, errRefused, err)

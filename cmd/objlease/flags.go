@@ -23,16 +23,24 @@ type flagSet struct {
 	timeout    waitFlag
 	grace      time.Duration
 	output     string
+	// Fencing.
+	token          uint64
+	uniquePayloads bool
+	merge          bool
+	commit         string
 }
 
 // flagsOf lists the flags each command takes, besides -v.
 var flagsOf = map[string][]string{
-	"run":     {"ttl", "holder", "drift", "store-clock", "force", "timeout", "grace"},
+	"run":     {"ttl", "holder", "drift", "store-clock", "force", "timeout", "grace", "commit"},
 	"acquire": {"ttl", "holder", "drift", "store-clock", "force", "timeout"},
 	"release": {"holder"},
 	"inspect": {"o", "drift", "store-clock"},
 	"list":    {"o"},
 	"break":   {"force"},
+	"put":     {"token", "unique-payloads"},
+	"rm":      {"token", "unique-payloads"},
+	"batch":   {"token", "merge", "o"},
 }
 
 // flags returns the flag set of command name; its Usage prints the
@@ -59,6 +67,14 @@ func (c *cli) flags(name string) *flagSet {
 			f.DurationVar(&f.grace, n, 10*time.Second, "after the lease is lost, how long the command has between SIGTERM and SIGKILL")
 		case "o":
 			f.StringVar(&f.output, n, "text", "output `format`: text or json")
+		case "token":
+			f.Uint64Var(&f.token, n, 0, "fencing `token` of the writer (e.g. $OBJLEASE_TOKEN)")
+		case "unique-payloads":
+			f.BoolVar(&f.uniquePayloads, n, false, "promise that no two writes to the object carry identical bytes (needed on S3)")
+		case "merge":
+			f.BoolVar(&f.merge, n, false, "keep earlier committed objects this batch did not rewrite")
+		case "commit":
+			f.StringVar(&f.commit, n, "", "guarded `PREFIX-URL` to commit when the command exits 0: the command writes with \"objlease batch put --token $OBJLEASE_TOKEN $OBJLEASE_COMMIT_URL NAME\"")
 		}
 	}
 	for _, cmd := range commands {

@@ -28,6 +28,7 @@ const (
 	exitUnavailable = 69 // EX_UNAVAILABLE: the store failed
 	exitNotAcquired = 75 // EX_TEMPFAIL: held by someone else
 	exitLost        = 76 // run: the lease was lost while the command ran
+	exitStale       = 77 // EX_NOPERM: a fenced write or commit was refused: a newer token has written
 )
 
 func main() {
@@ -63,7 +64,11 @@ func init() {
 		{"inspect", "[-o json] [flags] URL", "show the lease record at URL", inspectDetail, (*cli).cmdInspect},
 		{"list", "[-o json] PREFIX-URL", "list the leases under a prefix", listDetail, (*cli).cmdList},
 		{"break", "--force URL", "end the lease whoever holds it", breakDetail, (*cli).cmdBreak},
+		{"put", "--token N [flags] URL < DATA", "write stdin to an object, fenced by a token", putDetail, (*cli).cmdPut},
+		{"rm", "--token N [flags] URL", "delete an object, fenced by a token", rmDetail, (*cli).cmdRm},
+		{"batch", "put|commit|show [flags] PREFIX-URL [NAME]", "write and commit a guarded output prefix", batchDetail, (*cli).cmdBatch},
 		{"doctor", "PREFIX-URL", "check that a store enforces conditional writes", doctorDetail, (*cli).cmdDoctor},
+		{"bench", "[flags] PREFIX-URL", "measure latency, cost, contention and failover on a store", benchDetail, (*cli).cmdBench},
 		{"help", "[COMMAND]", "show this help, or a command's", "", (*cli).cmdHelp},
 		{"version", "", "print the version", "", (*cli).cmdVersion},
 	}
@@ -118,6 +123,8 @@ const exitCodesHelp = `Exit codes:
        (release: held by another holder)
   76   run: the lease was lost while the command ran; the command was sent
        SIGTERM, then SIGKILL after --grace
+  77   put, rm, batch commit, run --commit: refused, a newer token has
+       written the object or committed the prefix
   126  run: the command could not be started
   127  run: the command was not found
   other  run: the command's own exit status, or 128+N if it died of signal N

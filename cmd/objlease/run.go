@@ -92,6 +92,9 @@ func (c *cli) cmdRun(args []string) int {
 		"OBJLEASE_TOKEN="+strconv.FormatUint(l.Token(), 10),
 		"OBJLEASE_HOLDER="+l.Holder(),
 		"OBJLEASE_URL="+url)
+	if f.commit != "" {
+		cmd.Env = append(cmd.Env, "OBJLEASE_COMMIT_URL="+f.commit)
+	}
 	giveBackTerminal := startInGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		giveBackTerminal() // the child may have taken it before exec failed
@@ -120,11 +123,20 @@ func (c *cli) cmdRun(args []string) int {
 				c.log.Error("lease was lost; command stopped", slog.String("status", cmd.ProcessState.String()))
 				return exitLost
 			}
+			status := exitStatus(cmd.ProcessState)
+			if f.commit != "" && status == 0 {
+				// The commit is fenced by the store, not by still holding the
+				// lease; it is refused if a newer token has committed.
+				if code := c.commitAfterRun(f.commit, l.Token()); code != exitOK {
+					c.release(l)
+					return code
+				}
+			}
 			if err := c.release(l); errors.Is(err, objlease.ErrLeaseLost) {
 				c.log.Error("lease was lost before the command exited", slog.String("status", cmd.ProcessState.String()))
 				return exitLost
 			}
-			return exitStatus(cmd.ProcessState)
+			return status
 		case s := <-sigc:
 			c.log.Debug("passing signal on to the command", slog.String("signal", s.String()))
 			c.signal(cmd, s)

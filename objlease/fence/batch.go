@@ -74,30 +74,50 @@ type Batch struct {
 	store   providers.Store
 	prefix  string
 	token   uint64
+	id      string // tells this batch's objects from another batch's of the same token
 	objects map[string]Entry
 }
+
+// batchKey is the metadata key naming the batch that wrote an object.
+const batchKey = "objlease-batch"
 
 // NewBatch starts a batch for the job holding token. Nothing is written
 // until Put.
 func NewBatch(store providers.Store, prefix string, token uint64) *Batch {
-	return &Batch{store: store, prefix: prefix, token: token, objects: map[string]Entry{}}
+	return &Batch{store: store, prefix: prefix, token: token, objects: map[string]Entry{},
+		id: strconv.FormatUint(rand.Uint64(), 36)}
 }
 
 // Put writes one object of the batch under the job's token directory. It
-// never touches another job's objects. Writing the same name twice in one
-// batch replaces this batch's earlier object.
+// never touches another job's objects. Objects are write-once across
+// batches: a name that another batch of the same token already wrote (and
+// perhaps committed) is refused, so a committed object never changes
+// without a commit. Writing the same name twice in one batch replaces this
+// batch's earlier object.
 func (b *Batch) Put(ctx context.Context, name string, data []byte) error {
 	if name == "" || strings.HasPrefix(name, "/") {
 		return fmt.Errorf("batch %q: invalid object name %q", b.prefix, name)
 	}
 	key := TokenDir(b.prefix, b.token) + name
-	md := map[string]string{TokenKey: strconv.FormatUint(b.token, 10)}
-	res, err := b.store.Create(ctx, key, data, md)
-	if errors.Is(err, providers.ErrPrecondition) {
-		var a *providers.Attrs
-		if a, err = b.store.Stat(ctx, key); err == nil {
-			res, err = b.store.Replace(ctx, key, data, md, a.Version)
+	md := map[string]string{TokenKey: strconv.FormatUint(b.token, 10), batchKey: b.id}
+	var res providers.WriteResult
+	var err error
+	if e, mine := b.objects[name]; mine {
+		res, err = b.store.Replace(ctx, key, data, md, e.Version)
+	} else {
+		res, err = b.store.Create(ctx, key, data, md)
+	}
+	if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrUnknownOutcome) || errors.Is(err, providers.ErrConflict) {
+		// Ours if an earlier attempt of this batch landed; else refused.
+		a, serr := b.store.Stat(ctx, key)
+		switch {
+		case serr != nil:
+			return err
+		case a.Metadata[batchKey] != b.id:
+			return fmt.Errorf("batch %q: %q was already written under token %d by another batch: objects are write-once, use a new name: %w",
+				b.prefix, name, b.token, providers.ErrPrecondition)
 		}
+		res, err = b.store.Replace(ctx, key, data, md, a.Version)
 	}
 	if err != nil {
 		return err
@@ -225,4 +245,24 @@ func Collect(ctx context.Context, store providers.Store, prefix string) (int, er
 		}
 		token = page.NextToken
 	}
+}
+
+// CommitWritten commits every object found in token's directory under
+// prefix, for writers that put objects there by other means than Batch.Put
+// (for example one process per object, or the CLI's "batch put"). It costs
+// a listing besides the commit.
+func CommitWritten(ctx context.Context, store providers.Store, prefix string, token uint64, merge bool) (*Manifest, error) {
+	b := NewBatch(store, prefix, token)
+	dir := TokenDir(prefix, token)
+	page := providers.ListPage{}
+	for first := true; first || page.NextToken != ""; first = false {
+		var err error
+		if page, err = store.List(ctx, dir, page.NextToken, 1000); err != nil {
+			return nil, err
+		}
+		for _, o := range page.Objects {
+			b.objects[strings.TrimPrefix(o.Key, dir)] = Entry{Key: o.Key, Size: o.Size, Version: o.Version}
+		}
+	}
+	return b.Commit(ctx, merge)
 }

@@ -1,7 +1,12 @@
 package fence_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/objlease/objlease/objlease/fence"
 
 	"github.com/objlease/objlease/objlease/fence/fencetest"
 	"github.com/objlease/objlease/providers"
@@ -18,3 +23,21 @@ func (repeatingStore) Properties() providers.Properties {
 }
 
 func TestVersionsRepeat(t *testing.T) { fencetest.Run(t, repeatingStore{mem.New()}, "t/") }
+
+func TestCommitWritten(t *testing.T) {
+	ctx := context.Background()
+	s := mem.New()
+	for i := range 3 {
+		if err := fence.NewBatch(s, "out/", 9).Put(ctx, fmt.Sprint("f", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fence.NewBatch(s, "out/", 8).Put(ctx, "stale", []byte("x"))
+	m, err := fence.CommitWritten(ctx, s, "out/", 9, false)
+	if err != nil || fmt.Sprint(m.Names()) != "[f0 f1 f2]" {
+		t.Fatalf("%v %v", m, err)
+	}
+	if _, err := fence.CommitWritten(ctx, s, "out/", 8, false); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("stale: %v", err)
+	}
+}
