@@ -37,6 +37,7 @@ type Lease struct {
 	rec        *Record
 	version    string
 	validUntil time.Time     // this holder's clock
+	lastSent   time.Time     // when the last successful write was sent
 	extended   chan struct{} // wakes the validity watcher after a renewal
 	stop       chan struct{} // closed to stop the background goroutines
 	stopOnce   sync.Once
@@ -49,7 +50,7 @@ func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time
 	c.recordAcquired(rec.Token)
 	l := &Lease{
 		c: c, ctx: ctx, cancel: cancel, rec: rec, version: res.Version,
-		validUntil: c.validUntil(sent),
+		validUntil: c.validUntil(sent), lastSent: sent,
 		extended:   make(chan struct{}, 1),
 		writing:    make(chan struct{}, 1),
 		stop:       make(chan struct{}),
@@ -170,7 +171,7 @@ func (l *Lease) watchValidity() {
 // until the lease ends.
 func (l *Lease) renewLoop() {
 	defer l.stopped.Done()
-	wait := l.c.opts.RenewInterval
+	wait := l.untilNextRenewal()
 	for {
 		t := l.c.opts.Clock.NewTimer(wait)
 		select {
@@ -185,7 +186,7 @@ func (l *Lease) renewLoop() {
 		err := l.renew(l.bgCtx)
 		switch {
 		case err == nil:
-			wait = l.c.opts.RenewInterval
+			wait = l.untilNextRenewal()
 		case errors.Is(err, ErrLeaseLost):
 			l.end(err)
 			return
@@ -196,6 +197,16 @@ func (l *Lease) renewLoop() {
 			l.c.log.Warn("renewal failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
 		}
 	}
+}
+
+// untilNextRenewal counts the renewal interval from when the last write was
+// sent, not from its reply, so that a slow store eats into the interval
+// rather than adding to it: a healthy holder then tolerates request latency
+// up to TTL × (1 − b) − RenewInterval.
+func (l *Lease) untilNextRenewal() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastSent.Add(l.c.opts.RenewInterval).Sub(l.c.opts.Clock.Now())
 }
 
 // Renew extends the lease now with one conditional write. Background
@@ -243,6 +254,7 @@ func (l *Lease) renew(ctx context.Context) error {
 	}
 	l.rec, l.version = &next, res.Version
 	l.validUntil = l.c.validUntil(sent)
+	l.lastSent = sent
 	select {
 	case l.extended <- struct{}{}:
 	default:

@@ -1,0 +1,191 @@
+package emulator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// setupTimeout bounds creating a bucket on a fresh emulator.
+const setupTimeout = 30 * time.Second
+
+// startVGW runs versitygw with its posix backend rooted at dir; buckets are
+// directories there, so they survive a restart.
+func startVGW(dir string) (*S3, *Process, error) {
+	bin, err := binary("versitygw", "bin/versitygw")
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &Process{
+		name: "versitygw", bin: bin, dir: dir, health: "/",
+		env: []string{"ROOT_ACCESS_KEY_ID=" + vgwAccessKey, "ROOT_SECRET_ACCESS_KEY=" + vgwSecretKey},
+		argsFor: func(port int) []string {
+			// Without --keep-alive every reply says Connection: close.
+			return []string{"--port", hostPort(port), "--keep-alive", "--quiet", "posix", dir}
+		},
+	}
+	if err := p.start(); err != nil {
+		return nil, nil, err
+	}
+	s := &S3{Endpoint: "http://" + hostPort(p.port), Region: "us-east-1",
+		AccessKey: vgwAccessKey, SecretKey: vgwSecretKey, Bucket: bucketName}
+	if err := createS3Bucket(s); err != nil {
+		p.stopForGood()
+		return nil, nil, fmt.Errorf("versitygw: %w\nversitygw log:\n%s", err, p.Log())
+	}
+	return s, p, nil
+}
+
+// startS3rver runs s3rver, which creates the bucket itself at startup.
+func startS3rver(dir string) (*S3, *Process, error) {
+	bin, err := binary("s3rver", "node_modules/.bin/s3rver")
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &Process{
+		name: "s3rver", bin: bin, dir: dir, health: "/",
+		argsFor: func(port int) []string {
+			return []string{"-d", dir, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "--silent",
+				"--configure-bucket", bucketName}
+		},
+	}
+	if err := p.start(); err != nil {
+		return nil, nil, err
+	}
+	return &S3{Endpoint: "http://" + hostPort(p.port), Region: "us-east-1",
+		AccessKey: s3rverKey, SecretKey: s3rverKey, Bucket: bucketName}, p, nil
+}
+
+// startFakeGCS runs fake-gcs-server, keeping objects in memory or, if
+// onDisk, under dir.
+func startFakeGCS(dir string, onDisk bool) (*GCS, *Process, error) {
+	bin, err := binary("fake-gcs-server", "bin/fake-gcs-server")
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &Process{
+		name: "fake-gcs-server", bin: bin, dir: dir, health: "/_internal/healthcheck", want200: true,
+		argsFor: func(port int) []string {
+			args := []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port),
+				// Without -public-host, reads through the XML API answer 404.
+				"-public-host", hostPort(port), "-external-url", "http://" + hostPort(port),
+				"-log-level", "warn"}
+			if onDisk {
+				return append(args, "-backend", "filesystem", "-filesystem-root", filepath.Join(dir, "storage"))
+			}
+			return append(args, "-backend", "memory")
+		},
+	}
+	if err := p.start(); err != nil {
+		return nil, nil, err
+	}
+	g := &GCS{Endpoint: "http://" + hostPort(p.port) + "/storage/v1/", Host: hostPort(p.port), Bucket: bucketName}
+	if err := createGCSBucket(g); err != nil {
+		p.stopForGood()
+		return nil, nil, fmt.Errorf("fake-gcs-server: %w\nfake-gcs-server log:\n%s", err, p.Log())
+	}
+	return g, p, nil
+}
+
+// startAzurite runs Azurite's blob service, keeping blobs in memory or, if
+// onDisk, under dir.
+func startAzurite(dir string, onDisk bool) (*Azure, *Process, error) {
+	bin, err := binary("azurite", "node_modules/.bin/azurite-blob")
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &Process{
+		name: "azurite", bin: bin, dir: dir, health: "/",
+		argsFor: func(port int) []string {
+			// The Azure SDK sends an x-ms-version newer than Azurite knows;
+			// without --skipApiVersionCheck every request is refused.
+			args := []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
+				"--skipApiVersionCheck", "--disableTelemetry", "--silent"}
+			if onDisk {
+				return append(args, "--location", dir)
+			}
+			return append(args, "--inMemoryPersistence")
+		},
+	}
+	if err := p.start(); err != nil {
+		return nil, nil, err
+	}
+	a := azureAt(hostPort(p.port))
+	if err := createContainer(a); err != nil {
+		p.stopForGood()
+		return nil, nil, fmt.Errorf("azurite: %w\nazurite log:\n%s", err, p.Log())
+	}
+	return a, p, nil
+}
+
+func azureAt(hostPort string) *Azure {
+	endpoint := "http://" + hostPort + "/" + azuriteAccount
+	return &Azure{
+		ConnectionString: "DefaultEndpointsProtocol=http;AccountName=" + azuriteAccount +
+			";AccountKey=" + azuriteKey + ";BlobEndpoint=" + endpoint + ";",
+		Endpoint:  endpoint,
+		Container: containerName,
+	}
+}
+
+func hostPort(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+func createS3Bucket(s *S3) error {
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	client := s3.New(s3.Options{
+		Region:       s.Region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+	})
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)}); err != nil {
+		return fmt.Errorf("create bucket %q at %s: %w", s.Bucket, s.Endpoint, err)
+	}
+	return nil
+}
+
+// createGCSBucket uses the JSON API directly: one POST, no client to set up.
+func createGCSBucket(g *GCS) error {
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	url := g.Endpoint + "b?project=objlease"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"name":"`+g.Bucket+`"}`))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("create bucket %q at %s: %w", g.Bucket, url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("create bucket %q at %s: %s: %s", g.Bucket, url, resp.Status, body)
+	}
+	return nil
+}
+
+func createContainer(a *Azure) error {
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	client, err := azblob.NewClientFromConnectionString(a.ConnectionString, nil)
+	if err != nil {
+		return fmt.Errorf("azure client for %s: %w", a.Endpoint, err)
+	}
+	if _, err := client.CreateContainer(ctx, a.Container, nil); err != nil {
+		return fmt.Errorf("create container %q at %s: %w", a.Container, a.Endpoint, err)
+	}
+	return nil
+}
