@@ -144,6 +144,10 @@ func (c *cli) cmdBatch(args []string) int {
 			return exitUnavailable
 		}
 		if err := fence.NewBatch(store, prefix, f.token).Put(ctx, pos[1], data); err != nil {
+			if errors.Is(err, providers.ErrPrecondition) {
+				c.log.Error("batch put refused", slog.Any("err", err))
+				return exitStale
+			}
 			return c.fail("batch put failed", err)
 		}
 		return exitOK
