@@ -219,13 +219,22 @@ func (l *Lease) Renew(ctx context.Context) error {
 	return err
 }
 
-func (l *Lease) renew(ctx context.Context) error {
+// lockWrites waits for this holder's other writes of the record to finish,
+// or for ctx to end; the caller unlocks with <-l.writing.
+func (l *Lease) lockWrites(ctx context.Context) error {
 	select {
 	case l.writing <- struct{}{}:
-		defer func() { <-l.writing }()
+		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+func (l *Lease) renew(ctx context.Context) error {
+	if err := l.lockWrites(ctx); err != nil {
+		return err
+	}
+	defer func() { <-l.writing }()
 	l.mu.Lock()
 	if l.ended != nil {
 		defer l.mu.Unlock()
@@ -270,12 +279,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.stopOnce.Do(func() { close(l.stop) })
 	l.bgCancel()
 	l.stopped.Wait()
-	select {
-	case l.writing <- struct{}{}:
-		defer func() { <-l.writing }()
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	if err := l.lockWrites(ctx); err != nil {
+		return err
 	}
+	defer func() { <-l.writing }()
 	l.mu.Lock()
 	if l.ended != nil {
 		defer l.mu.Unlock()
