@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -14,10 +14,11 @@ import (
 )
 
 // violation is one broken guarantee, by kind so that a test can ask for a
-// particular one.
+// particular one, and when it happened (0: unknown).
 type violation struct {
 	kind string
 	msg  string
+	at   time.Duration
 }
 
 // Kinds of violation.
@@ -36,12 +37,13 @@ const (
 // check runs every check on a finished run.
 func (w *world) check() []violation {
 	var v []violation
-	add := func(kind, format string, args ...any) {
-		v = append(v, violation{kind, fmt.Sprintf(format, args...)})
+	add := func(kind string, at time.Duration, format string, args ...any) {
+		v = append(v, violation{kind, fmt.Sprintf(format, args...), at})
 	}
 	at := func(t time.Time) time.Duration { return t.Sub(w.start) }
 
 	// What the store applied, in its own order.
+	broken := map[grant]bool{} // holds an operator broke
 	for k := range w.cfg.leases {
 		var hiReg, hiCommit, hiRecord uint64
 		var regAt, commitAt, recordAt time.Duration
@@ -50,16 +52,16 @@ func (w *world) check() []violation {
 			case registerKey(k):
 				tok, _ := strconv.ParseUint(a.metadata[fence.TokenKey], 10, 64)
 				if tok < hiReg {
-					add(vRegisterBack, "%s: at %v it accepted token %d (%q), after token %d at %v", a.key, at(a.at), tok, a.data, hiReg, regAt)
+					add(vRegisterBack, at(a.at), "%s: at %v it accepted token %d (%q), after token %d at %v", a.key, at(a.at), tok, a.data, hiReg, regAt)
 				}
 				if tok >= hiReg {
 					hiReg, regAt = tok, at(a.at)
 				}
-			case prefixKey(k) + ".objlease/manifest.json":
+			case manifestKey(prefixKey(k)):
 				var m struct{ Token uint64 }
 				_ = json.Unmarshal(a.data, &m)
 				if m.Token < hiCommit {
-					add(vCommitBack, "%s: at %v it committed token %d, after token %d at %v", a.key, at(a.at), m.Token, hiCommit, commitAt)
+					add(vCommitBack, at(a.at), "%s: at %v it committed token %d, after token %d at %v", a.key, at(a.at), m.Token, hiCommit, commitAt)
 				}
 				if m.Token >= hiCommit {
 					hiCommit, commitAt = m.Token, at(a.at)
@@ -68,10 +70,16 @@ func (w *world) check() []violation {
 				if a.op == "delete" {
 					continue // the token must still not go back at the next write
 				}
-				var r struct{ Token uint64 }
+				var r struct {
+					Token         uint64
+					Holder, State string
+				}
 				_ = json.Unmarshal(a.data, &r)
+				if r.State == "released" && r.Holder == "" { // Break writes no holder
+					broken[grant{k, r.Token - 1}] = true
+				}
 				if r.Token < hiRecord {
-					add(vRecordBack, "%s: at %v it was written with token %d, after token %d at %v", a.key, at(a.at), r.Token, hiRecord, recordAt)
+					add(vRecordBack, at(a.at), "%s: at %v it was written with token %d, after token %d at %v", a.key, at(a.at), r.Token, hiRecord, recordAt)
 				}
 				if r.Token >= hiRecord {
 					hiRecord, recordAt = r.Token, at(a.at)
@@ -81,34 +89,34 @@ func (w *world) check() []violation {
 	}
 
 	// Every token is granted once.
-	type grant struct {
-		lease int
-		token uint64
-	}
 	granted := map[grant]*epoch{}
 	for _, e := range w.epochs {
 		g := grant{e.lease, e.token}
 		if o := granted[g]; o != nil {
-			add(vTokenTwice, "%s: token %d granted to p%d at %v and to p%d at %v", leaseKey(e.lease), e.token, o.proc, o.from, e.proc, e.from)
+			add(vTokenTwice, e.from, "%s: token %d granted to p%d at %v and to p%d at %v", leaseKey(e.lease), e.token, o.proc, o.from, e.proc, e.from)
 		}
 		granted[g] = e
 	}
 
-	// No two holders believe at once.
+	// No two holders believe at once, except that a hold an operator
+	// broke may go on, by design, until its holder's next renewal fails:
+	// it may overlap holds with higher tokens.
 	byLease := make([][]*epoch, w.cfg.leases)
 	for _, e := range w.epochs {
 		byLease[e.lease] = append(byLease[e.lease], e)
 	}
 	for k, es := range byLease {
-		sort.SliceStable(es, func(i, j int) bool { return es[i].from < es[j].from })
-		var last *epoch // the epoch whose belief reaches furthest so far
-		for _, e := range es {
-			if last != nil && e.from+overlapSlack < last.end() {
-				add(vOverlap, "%s: p%d (token %d) believed from %v to %v; p%d (token %d) from %v, %v before that ended",
-					leaseKey(k), last.proc, last.token, last.from, last.end(), e.proc, e.token, e.from, last.end()-e.from)
-			}
-			if last == nil || e.end() > last.end() {
-				last = e
+		for i, a := range es {
+			for _, b := range es[i+1:] {
+				first, second := a, b
+				if b.from < a.from {
+					first, second = b, a
+				}
+				lower := min(a.token, b.token)
+				if second.from+overlapSlack < first.end() && !(broken[grant{k, lower}] && a.token != b.token) {
+					add(vOverlap, second.from, "%s: p%d (token %d) believed from %v to %v; p%d (token %d) from %v, %v before that ended",
+						leaseKey(k), first.proc, first.token, first.from, first.end(), second.proc, second.token, second.from, first.end()-second.from)
+				}
 			}
 		}
 	}
@@ -119,7 +127,7 @@ func (w *world) check() []violation {
 			ops = ops[:maxHistoryCheck]
 		}
 		if !linearizable(ops) {
-			add(vNotLinear, "%s: %d operations admit no order in which each write is accepted iff its token is at least the highest accepted", registerKey(k), len(ops))
+			add(vNotLinear, 0, "%s: %d operations admit no order in which each write is accepted iff its token is at least the highest accepted", registerKey(k), len(ops))
 		}
 	}
 
@@ -132,11 +140,17 @@ func (w *world) check() []violation {
 		}
 		for name, e := range m.Objects {
 			if a, err := w.store.Stat(ctx, e.Key); err != nil || a.Version != e.Version {
-				add(vCommittedGone, "%s: manifest token %d lists %s as %s version %s, store has %v", prefixKey(k), m.Token, name, e.Key, e.Version, err)
+				add(vCommittedGone, 0, "%s: manifest token %d lists %s as %s version %s, store has %v", prefixKey(k), m.Token, name, e.Key, e.Version, err)
 			}
 		}
 	}
 	return v
+}
+
+// manifestKey is where fence.Batch keeps a prefix's manifest: beside the
+// token directories.
+func manifestKey(prefix string) string {
+	return strings.TrimSuffix(fence.TokenDir(prefix, 0), fmt.Sprintf("%020d/", 0)) + "manifest.json"
 }
 
 // The register's sequential specification: a write is accepted iff its

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/objlease/objlease/objlease/clock"
@@ -57,7 +59,9 @@ func (c *driftClock) extend(r time.Duration) {
 	}
 }
 
-func scale(d time.Duration, rate float64) time.Duration { return time.Duration(math.Round(float64(d) * rate)) }
+func scale(d time.Duration, rate float64) time.Duration {
+	return time.Duration(math.Round(float64(d) * rate))
+}
 
 // localAt is the clock's reading, as an offset from base, at real offset r.
 func (c *driftClock) localAt(r time.Duration) time.Duration {
@@ -99,10 +103,14 @@ func (c *driftClock) realAt(l time.Duration) time.Duration {
 func (c *driftClock) Now() time.Time { return c.base.Add(c.localAt(time.Since(c.origin))) }
 
 // NewTimer implements clock.Clock: it fires once the clock has advanced
-// by d, by a timer on simulated real time.
+// by d, by a timer on simulated real time. It never fires at the instant
+// it is made, even for d <= 0, but a nanosecond later: a goroutine that
+// selects on it and on another channel made ready at this very instant
+// (the renewal loop of a lease whose validity watcher is ending it) then
+// always sees the other channel first, instead of one chosen at random.
 func (c *driftClock) NewTimer(d time.Duration) clock.Timer {
 	now := time.Since(c.origin)
-	return driftTimer{time.NewTimer(c.realAt(c.localAt(now)+d) - now)}
+	return driftTimer{time.NewTimer(max(c.realAt(c.localAt(now)+d)-now, 1))}
 }
 
 // RealEnd converts a deadline d after this clock's reading at real time
@@ -116,3 +124,39 @@ type driftTimer struct{ t *time.Timer }
 
 func (t driftTimer) C() <-chan time.Time { return t.t.C }
 func (t driftTimer) Stop() bool          { return t.t.Stop() }
+
+// The clock keeps its drift bound over any interval, and its timers fire
+// once it has advanced by their duration, not before.
+func TestDriftClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const b = 0.1
+		r := rand.New(rand.NewPCG(1, 2))
+		c := newDriftClock(rand.New(rand.NewPCG(3, 4)), b, time.Now())
+		rates := map[bool]int{}
+		for range 2000 {
+			from := time.Duration(r.Int64N(int64(time.Hour)))
+			d := 1 + time.Duration(r.Int64N(int64(time.Minute)))
+			got := c.localAt(from+d) - c.localAt(from)
+			lo, hi := time.Duration(float64(d)*(1-b))-2, time.Duration(float64(d)*(1+b))+2
+			if got < lo || got > hi {
+				t.Fatalf("over [%v, %v] the clock advanced %v, outside [%v, %v]", from, from+d, got, lo, hi)
+			}
+			rates[got < d]++
+			if l := c.localAt(from); c.realAt(l) > from || c.localAt(c.realAt(l)) < l {
+				t.Fatalf("realAt(localAt(%v)) = %v", from, c.realAt(l))
+			}
+		}
+		if rates[true] == 0 || rates[false] == 0 {
+			t.Fatalf("the clock never ran both slow and fast: %v", rates)
+		}
+		for range 50 {
+			time.Sleep(time.Duration(r.Int64N(int64(time.Minute))))
+			d := time.Duration(r.Int64N(int64(time.Minute)))
+			start := c.Now()
+			<-c.NewTimer(d).C()
+			if got := c.Now().Sub(start); got < d || got > d+2 {
+				t.Fatalf("a %v timer fired after %v of the clock's time", d, got)
+			}
+		}
+	})
+}

@@ -22,13 +22,15 @@
 // nonces, the workload's choices) is a PCG generator seeded from the run's
 // seed. What remains is the order in which goroutines run when two of them
 // wake at the same instant. The simulation avoids that: every delay it
-// draws has nanosecond resolution, and goroutines of one process that
-// wait out a pause resume one microsecond apart in their order of arrival.
-// TestSimulationReproducible runs seeds twice and compares their traces.
+// draws has nanosecond resolution, goroutines of one process that wait out
+// a pause resume one microsecond apart in their order of arrival, and a
+// process clock's timers fire a nanosecond after they are made at the
+// earliest, never at the instant itself. TestSimulationReproducible runs
+// seeds twice and compares their traces and the writes the store applied.
 //
 // # Commands
 //
-//	go test -race ./objlease/sim/                               # short: 30 seeds + the checks-are-not-blind runs
+//	go test -race ./objlease/sim/                               # short: 150 seeds + the checks-are-not-blind runs
 //	go test ./objlease/sim/ -run TestSimulationLong -sim.long -timeout 0 -v
 //	go test ./objlease/sim/ -run '^TestSimulation$' -sim.from=N -sim.seeds=1 -sim.v   # replay seed N
 //	go test ./objlease/sim/ -run '^TestSimulation$' -sim.off=DriftMargin               # a safeguard off

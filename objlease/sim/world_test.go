@@ -115,10 +115,17 @@ type world struct {
 
 	mu     sync.Mutex // guards what follows: drivers of all processes record
 	trace  []string
+	times  []time.Duration // of each trace line
 	epochs []*epoch
 	reg    [][]regOp
 	ops    map[string]int64
 	opsAt  int // trace lines before the run wound down
+}
+
+// grant names one token of one lease.
+type grant struct {
+	lease int
+	token uint64
 }
 
 func (w *world) now() time.Duration { return time.Since(w.start) }
@@ -127,6 +134,7 @@ func (w *world) logf(p *proc, format string, args ...any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.trace = append(w.trace, fmt.Sprintf("%14v p%-2d %s", w.now(), p.id, fmt.Sprintf(format, args...)))
+	w.times = append(w.times, w.now())
 }
 
 func (w *world) count(op string) {
@@ -167,6 +175,7 @@ func (p *proc) maybePause() {
 	if p.gateRnd.Float64() < p.w.cfg.pauseAny && !now.Before(p.pausedUntil) && !p.w.calm.Load() {
 		p.pausedUntil = now.Add(time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
 		p.tickets = 0
+		p.w.count("process paused")
 	}
 }
 
@@ -176,6 +185,7 @@ func (p *proc) pause(d time.Duration) {
 	p.pausedUntil = time.Now().Add(d)
 	p.tickets = 0
 	p.mu.Unlock()
+	p.w.count("process paused")
 	p.w.logf(p, "paused for %v", d)
 }
 
@@ -233,29 +243,44 @@ func (p *proc) run(wg *sync.WaitGroup) {
 	w := p.w
 	p.sleep(time.Duration(p.rnd.Int64N(int64(time.Second))))
 	for w.now() < w.cfg.duration {
+		think := 50*time.Millisecond + time.Duration(p.rnd.Int64N(int64(2*time.Second)))
 		if p.lease == nil {
-			p.acquire()
+			think = p.acquire()
 		} else {
 			p.hold()
 		}
-		p.sleep(50*time.Millisecond + time.Duration(p.rnd.Int64N(int64(2*time.Second))))
+		p.sleep(think)
 	}
 	if p.lease != nil {
 		p.release()
 	}
 }
 
-func (p *proc) acquire() {
+// acquire tries for the target lease, by one attempt or by waiting with
+// Acquire, and returns how long to wait before the next step: contenders
+// poll as Acquire does, every few seconds or as the holder's record is due
+// to expire.
+func (p *proc) acquire() time.Duration {
 	w := p.w
+	poll := time.Second + time.Duration(p.rnd.Int64N(int64(3*time.Second)))
 	if p.rnd.IntN(10) == 0 {
 		p.readRegister()
-		return
+		return poll
 	}
 	c := p.clients[p.target]
-	ctx, cancel := p.opCtx()
-	defer cancel()
-	w.count("acquire")
-	l, err := c.TryAcquire(ctx)
+	var l *objlease.Lease
+	var err error
+	if p.rnd.IntN(2) == 0 {
+		ctx, cancel := p.opCtx()
+		w.count("try-acquire")
+		l, err = c.TryAcquire(ctx)
+		cancel()
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.rnd.Int64N(int64(3*w.cfg.ttl))))
+		w.count("acquire")
+		l, err = c.Acquire(ctx)
+		cancel()
+	}
 	var held *objlease.HeldError
 	switch {
 	case err == nil:
@@ -266,20 +291,38 @@ func (p *proc) acquire() {
 		w.epochs = append(w.epochs, p.ep)
 		w.mu.Unlock()
 		v := p.claim()
-		w.logf(p, "acquired %s token %d, valid for %v", c.Key(), l.Token(), v)
-		return
+		w.count("lease granted")
+		w.logf(p, "acquired %s token %d, valid for %v", c.Key(), l.Token(), max(v, 0)) // the watcher may be ending an already expired lease at this very instant
+		return 50 * time.Millisecond
+	case errors.As(err, &held) && p.rnd.IntN(200) == 0:
+		p.breakLease(c)
 	case errors.As(err, &held):
 		w.logf(p, "acquire %s: held by %s token %d", c.Key(), held.Holder, held.Token)
+		poll = min(poll, held.Wait+time.Millisecond)
 	default:
 		w.logf(p, "acquire %s: %v", c.Key(), err)
 	}
 	if w.cfg.leases > 1 && p.rnd.IntN(8) == 0 {
 		p.target = p.rnd.IntN(w.cfg.leases)
 	}
+	return poll
+}
+
+// breakLease is an operator ending a lease whoever holds it: by design
+// its holder may go on believing until its next renewal fails, so the
+// broken hold is exempt from the one-holder check; fencing must still
+// refuse it.
+func (p *proc) breakLease(c *objlease.Client) {
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	p.w.count("break")
+	tok, err := c.Break(ctx) // which holds were broken is read from the store: a break can land and still fail
+	p.w.logf(p, "break %s: token %d, %v", c.Key(), tok, err)
 }
 
 func (p *proc) hold() {
 	if err := p.lease.Err(); err != nil {
+		p.w.count("lease lost")
 		p.w.logf(p, "lease %s token %d ended: %v", leaseKey(p.target), p.ep.token, err)
 		p.drop()
 		return
@@ -351,6 +394,7 @@ func (p *proc) fencedWrite() {
 	w.mu.Lock()
 	w.reg[p.ep.lease] = append(w.reg[p.ep.lease], op)
 	w.mu.Unlock()
+	w.count("fenced-put " + op.out.String())
 	w.logf(p, "fenced put %s token %d %q: %v (%v)", key, tok, value, op.out, err)
 }
 
@@ -426,10 +470,15 @@ func (p *proc) batch() {
 	defer cancel()
 	prefix, tok := prefixKey(p.ep.lease), p.ep.token
 	b := fence.NewBatch(p.store, prefix, tok)
-	for i := range 1 + p.rnd.IntN(2) {
+	for i := range 1 + p.rnd.IntN(3) {
 		w.count("batch-put")
+		// Names repeat, within a batch (a rewrite) and across batches of
+		// one token (refused: committed objects never change).
 		name := fmt.Sprintf("part-%d", p.rnd.IntN(4))
 		if err := b.Put(ctx, name, []byte(fmt.Sprintf("p%d/t%d/%d", p.id, tok, i))); err != nil {
+			if errors.Is(err, providers.ErrPrecondition) {
+				w.count("batch-put refused")
+			}
 			w.logf(p, "batch put %s%s: %v", prefix, name, err)
 			return
 		}
@@ -443,6 +492,9 @@ func (p *proc) batch() {
 	}
 	w.count("commit")
 	m, err := b.Commit(ctx, p.rnd.IntN(2) == 0)
+	if errors.Is(err, fence.ErrStale) {
+		w.count("commit refused")
+	}
 	if err != nil {
 		w.logf(p, "commit %s token %d: %v", prefix, tok, err)
 		return
@@ -474,12 +526,6 @@ func (p *proc) release() {
 	w.mu.Lock()
 	p.ep.cut = w.now() // a holder that has decided to release no longer acts on its lease
 	w.mu.Unlock()
-	// A renewal stuck in a stalled request would hold Release up until the
-	// stall ends; let it through first (one process holds one lease, so
-	// that is the only request woken).
-	for _, f := range p.faults {
-		f.ReleaseStalls()
-	}
 	ctx, cancel := p.opCtx()
 	defer cancel()
 	w.count("release")
