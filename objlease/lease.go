@@ -51,9 +51,9 @@ func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time
 	l := &Lease{
 		c: c, ctx: ctx, cancel: cancel, rec: rec, version: res.Version,
 		validUntil: c.validUntil(sent), lastSent: sent,
-		extended:   make(chan struct{}, 1),
-		writing:    make(chan struct{}, 1),
-		stop:       make(chan struct{}),
+		extended: make(chan struct{}, 1),
+		writing:  make(chan struct{}, 1),
+		stop:     make(chan struct{}),
 	}
 	l.bgCtx, l.bgCancel = context.WithCancel(ctx)
 	l.stopped.Add(2)
