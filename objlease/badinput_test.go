@@ -15,7 +15,6 @@ import (
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/clock"
-	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/file"
 	"github.com/objlease/objlease/providers/mem"
@@ -115,11 +114,10 @@ func TestBadInputRecords(t *testing.T) {
 
 // A record's token going backwards can only be tampering: objlease never
 // writes a lower token. The holder notices that its record changed (its
-// renewal is refused and the lease is lost); nothing notices that the token
-// went back, so the next acquisition continues from the tampered token. A
-// fenced resource that saw the higher token refuses the new holder, which
-// keeps the resource safe but stuck until the token catches up. Gap: the
-// client does not remember the highest token it has seen.
+// renewal is refused and the lease is lost), and a client that has seen the
+// higher token refuses the record, naming the key, and leaves it alone;
+// forced, it continues above the highest token it has seen, so no token is
+// reissued.
 func TestBadInputTokenWentBack(t *testing.T) {
 	ctx := context.Background()
 	m := mem.New()
@@ -139,9 +137,6 @@ func TestBadInputTokenWentBack(t *testing.T) {
 	if l.Token() != 5 {
 		t.Fatalf("token %d, want 5", l.Token())
 	}
-	if _, err := fence.Put(ctx, m, "out/report", l.Token(), []byte("by 5"), fence.Options{}); err != nil {
-		t.Fatal(err)
-	}
 
 	// Someone rewrites the record with token 2, released.
 	a, err := m.Stat(ctx, badKey)
@@ -156,26 +151,30 @@ func TestBadInputTokenWentBack(t *testing.T) {
 	if err := l.Renew(ctx); !errors.Is(err, objlease.ErrLeaseLost) || !strings.Contains(err.Error(), badKey) {
 		t.Fatalf("renewal over a tampered record: %v, want ErrLeaseLost naming %q", err, badKey)
 	}
-	l2, err := c.TryAcquire(ctx)
+	_, err = c.TryAcquire(ctx)
+	var re *objlease.RecordError
+	if !errors.As(err, &re) || !errors.Is(err, objlease.ErrBadRecord) || re.Key != badKey || !strings.Contains(err.Error(), "token went back from 5 to 2") {
+		t.Fatalf("acquire over a record whose token went back: %v, want a RecordError naming %q", err, badKey)
+	}
+	if obj, _ := m.Get(ctx, badKey, 0); string(obj.Data) != tampered {
+		t.Fatal("the tampered record was overwritten without force")
+	}
+	c2, err := objlease.New(m, badKey, objlease.Options{TTL: 10 * time.Second, Holder: "a", Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l2.Release(ctx)
-	if l2.Token() != 3 {
-		t.Fatalf("after the token went back to 2 the client acquired token %d; today it takes 3 (this test documents the gap: update it if the client starts refusing)", l2.Token())
+	// A forcing client that has never seen token 5 continues from the
+	// record's token; the fence still protects the resource.
+	l2, err := c2.TryAcquire(ctx)
+	if err != nil || l2.Token() != 3 {
+		t.Fatalf("forced acquire: token %v, %v", l2, err)
 	}
-	_, err = fence.Put(ctx, m, "out/report", l2.Token(), []byte("by 3"), fence.Options{})
-	var se *fence.StaleError
-	if !errors.As(err, &se) || se.Key != "out/report" || se.Highest != 5 {
-		t.Fatalf("fenced write with the reissued token 3: %v, want a StaleError naming out/report and token 5", err)
-	}
+	l2.Release(ctx)
 }
 
-// A record whose ttl_ms does not fit a time.Duration (more than ~292
-// years) passes validation, and its TTL overflows to a negative duration:
-// a contender treats the held record as expired and takes it over at once.
-// objlease never writes such a record (Options.TTL is a Duration), so only
-// tampering produces it. Gap: DecodeRecord does not bound ttl_ms.
+// A record whose ttl_ms would overflow a time.Duration (or exceeds a year)
+// is refused: objlease never writes one, and a negative TTL would make a
+// held lease look expired.
 func TestBadInputTTLOverflow(t *testing.T) {
 	ctx := context.Background()
 	m := mem.New()
@@ -183,13 +182,10 @@ func TestBadInputTTLOverflow(t *testing.T) {
 	if _, err := m.Create(ctx, badKey, []byte(held), nil); err != nil {
 		t.Fatal(err)
 	}
-	l, err := badClient(t, m, badKey, "a").TryAcquire(ctx)
-	if err != nil {
-		t.Fatalf("today a contender takes over at once (this test documents the gap: update it if the record is refused or waited out): %v", err)
-	}
-	defer l.Release(ctx)
-	if l.Token() != 5 {
-		t.Fatalf("token %d, want 5", l.Token())
+	_, err := badClient(t, m, badKey, "a").TryAcquire(ctx)
+	var re *objlease.RecordError
+	if !errors.As(err, &re) || re.Key != badKey || !strings.Contains(err.Error(), "more than the longest TTL") {
+		t.Fatalf("%v, want a RecordError naming %q", err, badKey)
 	}
 }
 

@@ -30,7 +30,12 @@ type Client struct {
 	// view is what this client last saw at the key; nil before the first
 	// read. A nil record with a non-nil view means the key was absent.
 	view *observation
-	rnd  sync.Mutex // guards opts.Rand
+	// highest is the highest token this client has seen at the key. A
+	// record with a lower one was rewritten by something else (objlease
+	// never writes a lower token), and a record that vanished is recreated
+	// above it, so that this client never reissues a token it knows of.
+	highest uint64
+	rnd     sync.Mutex // guards opts.Rand
 }
 
 // observation is one sighting of a record version.
@@ -118,11 +123,16 @@ func (c *Client) read(ctx context.Context) (*observation, error) {
 		return nil, err
 	}
 	rec, derr := DecodeRecord(c.key, obj.Data)
+	if derr == nil && rec.Token < c.highest {
+		derr = &RecordError{Key: c.key, Err: ErrBadRecord, Reason: fmt.Sprintf(
+			"token went back from %d to %d: the record was rewritten by something other than objlease", c.highest, rec.Token)}
+	}
 	if derr != nil {
 		// Remember the version so that Force can replace exactly this object.
 		c.view = &observation{version: obj.Version, attrs: obj.Attrs, since: now}
 		return c.view, derr
 	}
+	c.highest = rec.Token
 	if c.view == nil || c.view.version != obj.Version {
 		c.view = &observation{version: obj.Version, rec: rec, attrs: obj.Attrs, since: now}
 	} else {
@@ -208,6 +218,12 @@ func (c *Client) TryAcquire(ctx context.Context) (*Lease, error) {
 	}
 }
 
+func (c *Client) highestSeen() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.highest
+}
+
 // readForWrite reads the record; with Options.Force a bad record is not an
 // error (the observation then has a version and no record).
 func (c *Client) readForWrite(ctx context.Context) (*observation, error) {
@@ -232,10 +248,13 @@ func (c *Client) write(ctx context.Context, prev *Record, ifVersion string) (*Le
 		TTLMillis: c.opts.TTL.Milliseconds(),
 		Data:      c.opts.Data,
 	}
-	if prev != nil {
+	switch {
+	case prev != nil:
 		rec.Token = prev.Token + 1
-	} else if ifVersion != "" {
-		rec.Token = c.forcedToken(ctx) + 1
+	case ifVersion != "":
+		rec.Token = max(c.forcedToken(ctx), c.highestSeen()) + 1
+	default:
+		rec.Token = c.highestSeen() + 1
 	}
 	sent := c.opts.Clock.Now()
 	rec.WrittenAt = time.Now().UTC()
@@ -282,6 +301,7 @@ func (c *Client) put(ctx context.Context, rec *Record, ifVersion string) (provid
 		if err == nil {
 			c.mu.Lock()
 			c.view = &observation{version: res.Version, rec: rec, since: c.opts.Clock.Now(), mine: true}
+			c.highest = max(c.highest, rec.Token)
 			c.mu.Unlock()
 			return res, nil
 		}
@@ -423,7 +443,9 @@ func (c *Client) Break(ctx context.Context) (uint64, error) {
 			rec.Token = o.rec.Token + 1
 			rec.TTLMillis = o.rec.TTLMillis
 		case o.version != "":
-			rec.Token = c.forcedToken(ctx) + 1
+			rec.Token = max(c.forcedToken(ctx), c.highestSeen()) + 1
+		default:
+			rec.Token = c.highestSeen() + 1
 		}
 		_, err = c.put(ctx, rec, o.version)
 		if err == nil {

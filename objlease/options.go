@@ -114,6 +114,8 @@ func (o Options) validate(minWrite time.Duration) error {
 		return bad("durations must not be negative (TTL %v, RenewInterval %v, PollInterval %v)", o.TTL, o.RenewInterval, o.PollInterval)
 	case o.TTL < time.Millisecond:
 		return bad("TTL %v is below the record's 1 ms resolution", o.TTL)
+	case o.TTL > MaxTTL:
+		return bad("TTL %v is more than %v", o.TTL, MaxTTL)
 	case o.DriftBound < 0 || o.DriftBound >= 0.5:
 		return bad("DriftBound %v must be in [0, 0.5)", o.DriftBound)
 	case 2*o.RenewInterval > safe:

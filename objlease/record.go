@@ -15,6 +15,9 @@ const SchemaVersion = 1
 const (
 	MaxDataSize   = 4 << 10  // user data carried in a record
 	MaxRecordSize = 64 << 10 // bytes read from a lease key
+	// MaxTTL bounds a lease's TTL, so that no record's TTL can overflow a
+	// time.Duration or keep a key locked for ever.
+	MaxTTL = 366 * 24 * time.Hour
 )
 
 // State is a record's state.
@@ -106,6 +109,8 @@ func DecodeRecord(key string, b []byte) (*Record, error) {
 		return nil, bad("empty nonce")
 	case r.TTLMillis <= 0:
 		return nil, bad("ttl_ms %d is not positive", r.TTLMillis)
+	case r.TTLMillis > MaxTTL.Milliseconds():
+		return nil, bad("ttl_ms %d is more than the longest TTL, %v", r.TTLMillis, MaxTTL)
 	case len(r.Data) > MaxDataSize:
 		return nil, bad("data is %d bytes, more than %d", len(r.Data), MaxDataSize)
 	}
