@@ -1,0 +1,396 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/providers"
+)
+
+const benchDetail = `Measures leases on the store PREFIX-URL names, in the spirit of "etcdctl check
+perf": progress on stderr while it runs, a summary table on stdout at the end.
+
+Everything it writes goes under a scratch prefix of its own,
+PREFIX + "objlease-bench-RANDOM/", and is deleted before it exits (also
+when interrupted); no other key is written. It first lists and reads the
+objects under PREFIX and refuses to run next to lease records unless
+--force is given.
+
+Sections, in the order they run (--only picks some, comma-separated):
+  latency     p50/p90/p99 of acquire, renew, fenced put and release, each
+              measured in alternation with a raw conditional PUT of the
+              same size (the floor: one round trip), with requests per op
+  cost        requests and dollars per lease-hour and month, next to
+              client-go's leader election at the same lease duration
+  contention  --contenders clients on one lease for --duration each:
+              checks that no two ever hold it at once, the request rate
+              and how acquisitions were shared
+  failover    a holder process killed with SIGKILL while a contender
+              waits: time until the contender holds the lease, --trials
+              times per expiry rule; then fresh processes taking over
+              long-dead leases: round trips and time
+  advice      a TTL and renew interval for this store, from the renewal
+              latency tail and the store's write-rate limit
+
+"objlease bench -h" lists every flag. Exits 0 when the bench ran (a goal it
+missed is marked in the table), 1 if two holders ever held the lease at once,
+64 on a usage error or a prefix holding leases, 69 if the store failed.`
+
+// benchSections are the bench's parts, in the order they run.
+var benchSections = []string{"latency", "cost", "contention", "failover", "advice"}
+
+// maxScan bounds how many objects under the prefix are read to look for
+// lease records before the bench starts.
+const maxScan = 1000
+
+// bench is one run of the bench command.
+type bench struct {
+	c       *cli
+	url     string
+	store   providers.Store // as opened
+	cs      *countingStore  // the same store, counted
+	props   providers.Properties
+	prefix  string // the URL's key prefix
+	scratch string // prefix + "objlease-bench-RANDOM/"
+	prog    *progress
+
+	only       map[string]bool
+	samples    int
+	ttl        time.Duration
+	renew      time.Duration
+	poll       time.Duration
+	drift      float64
+	contenders []int
+	duration   time.Duration
+	trials     int
+	priceW     float64
+	priceR     float64
+}
+
+// benchReport is everything the bench measured; -o json prints it.
+type benchReport struct {
+	URL        string             `json:"url"`
+	Store      string             `json:"store"`
+	Scratch    string             `json:"scratch_prefix"`
+	TTLMs      float64            `json:"ttl_ms"`
+	RenewMs    float64            `json:"renew_interval_ms"`
+	PollMs     float64            `json:"poll_interval_ms"`
+	Drift      float64            `json:"drift"`
+	Latency    *latencyReport     `json:"latency,omitempty"`
+	Cost       *costReport        `json:"cost,omitempty"`
+	Contention []contentionReport `json:"contention,omitempty"`
+	Failover   *failoverReport    `json:"failover,omitempty"`
+	Advice     *adviceReport      `json:"advice,omitempty"`
+}
+
+func (c *cli) cmdBench(args []string) int {
+	if len(args) > 0 && args[0] == holderArg {
+		return c.benchHolder(args[1:])
+	}
+	b := &bench{c: c}
+	f := c.flags("bench")
+	var only, contenders string
+	f.StringVar(&f.output, "o", "text", "output `format`: text or json")
+	f.BoolVar(&f.force, "force", false, "run even if the prefix already holds lease records (bench still writes only under its scratch prefix)")
+	f.StringVar(&only, "only", strings.Join(benchSections, ","), "comma-separated `sections` to run")
+	f.IntVar(&b.samples, "samples", 200, "latency samples per operation")
+	f.DurationVar(&f.ttl, "ttl", 2*time.Second, "lease TTL for contention, failover and cost; unset, 2s or 3 × the store's minimum write interval if longer (GCS: 3s)")
+	f.DurationVar(&b.poll, "poll", 0, "how often a waiting contender polls (default TTL/3, the renew interval)")
+	f.Float64Var(&f.drift, "drift", objlease.DefaultDriftBound, "bound on the rate error of any participant's clock (0.01 = 1%)")
+	f.StringVar(&contenders, "contenders", "1,10,100", "comma-separated contender `counts` for the contention section")
+	f.DurationVar(&b.duration, "duration", 10*time.Second, "how long each contention run lasts")
+	f.IntVar(&b.trials, "trials", 30, "failover trials per expiry rule")
+	f.Float64Var(&b.priceW, "price-per-1000-writes", 0.005, "price in dollars of 1,000 writes (S3 Standard PUT, us-east-1)")
+	f.Float64Var(&b.priceR, "price-per-1000-reads", 0.0004, "price in dollars of 1,000 reads (S3 Standard GET, us-east-1)")
+	url, code := f.oneURL(c, args)
+	if code != proceed {
+		return code
+	}
+	b.url, b.drift = url, f.drift
+	ttlSet := false
+	f.Visit(func(fl *flag.Flag) { ttlSet = ttlSet || fl.Name == "ttl" })
+	if code := b.parse(only, contenders); code != proceed {
+		return code
+	}
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigc)
+	go func() {
+		if s, ok := <-sigc; ok {
+			cancel(interrupt{s})
+		}
+	}()
+
+	store, prefix, code := c.open(ctx, url, false)
+	if code != proceed {
+		return code
+	}
+	defer store.Close()
+	b.store, b.prefix, b.props = store, prefix, store.Properties()
+	if b.only["failover"] && b.props.Name == "mem" {
+		c.log.Error("bench: the failover section needs a store other processes can reach, and mem:// lives in this process; use --only without failover")
+		return exitUsage
+	}
+	b.cs = &countingStore{Store: store}
+	b.ttl = f.ttl
+	if !ttlSet {
+		b.ttl = max(b.ttl, 3*b.props.MinWriteInterval)
+	}
+	b.renew = b.ttl / 3
+	if b.poll == 0 {
+		b.poll = b.renew
+	}
+	// New validates the timings against each other and the store.
+	if _, err := objlease.New(store, "objlease-bench", b.options("check")); err != nil {
+		return c.fail(fmt.Sprintf("bench: --ttl %v and --poll %v do not suit store %s", b.ttl, b.poll, b.props.Name), err)
+	}
+	if !f.force {
+		if code := b.refuseLeases(ctx); code != proceed {
+			return code
+		}
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:]) // never fails
+	b.scratch = prefix + "objlease-bench-" + hex.EncodeToString(rnd[:]) + "/"
+	b.prog = newProgress(c.stderr)
+
+	rep, err := b.run(ctx)
+	b.prog.clear()
+	if cerr := b.cleanup(); cerr != nil {
+		c.log.Error("bench: scratch objects left behind", slog.Any("err", cerr))
+		if err == nil {
+			err = cerr
+		}
+	}
+	if i := (interrupt{}); errors.As(context.Cause(ctx), &i) {
+		c.log.Warn("bench interrupted; scratch prefix cleaned up", slog.String("signal", i.sig.String()))
+		return i.code()
+	}
+	if err != nil {
+		return c.fail("bench failed", err)
+	}
+	if f.output == "json" {
+		code = c.printJSON(rep)
+	} else {
+		code = b.printText(rep)
+	}
+	if code == exitOK && rep.violations() > 0 {
+		c.log.Error(fmt.Sprintf("bench: EXCLUSIVITY VIOLATED: two holders held the lease at once %d times", rep.violations()))
+		return exitNo
+	}
+	return code
+}
+
+// parse checks the flag values bench takes beyond the common ones.
+func (b *bench) parse(only, contenders string) int {
+	bad := func(format string, args ...any) int {
+		b.c.log.Error("bench: " + fmt.Sprintf(format, args...))
+		return exitUsage
+	}
+	b.only = map[string]bool{}
+	for s := range strings.SplitSeq(only, ",") {
+		if s = strings.TrimSpace(s); !slices.Contains(benchSections, s) {
+			return bad("--only: unknown section %q (want some of %s)", s, strings.Join(benchSections, ", "))
+		}
+		b.only[s] = true
+	}
+	for s := range strings.SplitSeq(contenders, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return bad("--contenders: %q is not a positive count", s)
+		}
+		b.contenders = append(b.contenders, n)
+	}
+	switch {
+	case b.samples < 1:
+		return bad("--samples %d must be at least 1", b.samples)
+	case b.trials < 1:
+		return bad("--trials %d must be at least 1", b.trials)
+	case b.duration <= 0:
+		return bad("--duration %v must be positive", b.duration)
+	case b.poll < 0:
+		return bad("--poll %v must not be negative", b.poll)
+	case b.priceW < 0 || b.priceR < 0:
+		return bad("prices must not be negative")
+	}
+	return proceed
+}
+
+// options are the lease options of a bench client named who.
+func (b *bench) options(who string) objlease.Options {
+	return objlease.Options{TTL: b.ttl, RenewInterval: b.renew, PollInterval: b.poll, DriftBound: b.drift,
+		Holder: "objlease-bench/" + who, Logger: b.c.log}
+}
+
+// key is a key in the scratch prefix.
+func (b *bench) key(name string) string { return b.scratch + name }
+
+func (b *bench) run(ctx context.Context) (*benchReport, error) {
+	rep := &benchReport{URL: b.url, Store: b.props.Name, Scratch: b.scratch, TTLMs: ms(b.ttl),
+		RenewMs: ms(b.renew), PollMs: ms(b.poll), Drift: b.drift}
+	var err error
+	if b.only["latency"] || b.only["advice"] {
+		if rep.Latency, err = b.latency(ctx); err != nil {
+			return nil, fmt.Errorf("latency: %w", err)
+		}
+	}
+	if b.only["cost"] {
+		if rep.Cost, err = b.cost(ctx); err != nil {
+			return nil, fmt.Errorf("cost: %w", err)
+		}
+	}
+	if b.only["contention"] {
+		for _, n := range b.contenders {
+			r, err := b.contention(ctx, n)
+			if err != nil {
+				return nil, fmt.Errorf("contention with %d: %w", n, err)
+			}
+			rep.Contention = append(rep.Contention, *r)
+		}
+	}
+	if b.only["failover"] {
+		if rep.Failover, err = b.failover(ctx); err != nil {
+			return nil, fmt.Errorf("failover: %w", err)
+		}
+	}
+	if b.only["advice"] {
+		rep.Advice = b.advice(rep.Latency)
+	}
+	if !b.only["latency"] {
+		rep.Latency = nil // measured for the advice only
+	}
+	return rep, nil
+}
+
+// violations counts the times two holders were seen holding at once.
+func (r *benchReport) violations() int {
+	n := 0
+	for _, c := range r.Contention {
+		n += c.Overlaps + c.TokenRegressions
+	}
+	if r.Failover != nil {
+		for _, f := range r.Failover.Rules {
+			n += f.Early
+		}
+	}
+	return n
+}
+
+// refuseLeases refuses to run under a prefix that holds lease records: a
+// bench next to live leases is one typo away from touching them.
+func (b *bench) refuseLeases(ctx context.Context) int {
+	scanned := 0
+	for page := ""; ; {
+		p, err := b.store.List(ctx, b.prefix, page, 1000)
+		if err != nil {
+			return b.c.fail("bench: cannot list the prefix", err)
+		}
+		for _, a := range p.Objects {
+			if scanned++; scanned > maxScan {
+				b.c.log.Error(fmt.Sprintf("bench: prefix %q holds more than %d objects; not all can be checked for lease records. Point bench at an empty prefix, or pass --force", b.prefix, maxScan))
+				return exitUsage
+			}
+			obj, err := b.store.Get(ctx, a.Key, objlease.MaxRecordSize)
+			if errors.Is(err, providers.ErrNotFound) || errors.Is(err, providers.ErrTooLarge) {
+				continue
+			}
+			if err != nil {
+				return b.c.fail("bench: cannot read an object under the prefix", err)
+			}
+			if _, err := objlease.DecodeRecord(a.Key, obj.Data); err == nil {
+				b.c.log.Error(fmt.Sprintf("bench: prefix %q holds lease records (%s); bench writes only under a scratch prefix of its own, but refuses to run next to leases without --force", b.prefix, a.Key))
+				return exitUsage
+			}
+		}
+		if page = p.NextToken; page == "" {
+			return proceed
+		}
+	}
+}
+
+// cleanup deletes everything under the scratch prefix, and only there.
+func (b *bench) cleanup() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var left []string
+	for range 3 {
+		left = left[:0]
+		var errs []error
+		for page := ""; ; {
+			p, err := b.store.List(ctx, b.scratch, page, 1000)
+			if err != nil {
+				return fmt.Errorf("listing scratch prefix %q: %w", b.scratch, err)
+			}
+			for _, a := range p.Objects {
+				if !strings.HasPrefix(a.Key, b.scratch) {
+					continue // a store that lists too much: never touch it
+				}
+				left = append(left, a.Key)
+				if err := b.store.Delete(ctx, a.Key, a.Version); err != nil && !errors.Is(err, providers.ErrPrecondition) {
+					errs = append(errs, err)
+				}
+			}
+			if page = p.NextToken; page == "" {
+				break
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+		// Changed since listed (a helper process still writing): again.
+	}
+	return fmt.Errorf("%d objects still under scratch prefix %q, e.g. %q", len(left), b.scratch, left[0])
+}
+
+func (b *bench) printText(r *benchReport) int {
+	w := tabwriter.NewWriter(b.c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "store %s, scratch prefix %s, TTL %v, renew every %v, poll every %v, drift bound %g%%\n",
+		r.Store, r.Scratch, b.ttl, b.renew.Round(time.Millisecond), b.poll.Round(time.Millisecond), 100*r.Drift)
+	if r.Latency != nil {
+		printLatency(w, r.Latency)
+	}
+	if r.Cost != nil {
+		printCost(w, r.Cost)
+	}
+	if len(r.Contention) > 0 {
+		printContention(w, r.Contention, b.poll)
+	}
+	if r.Failover != nil {
+		printFailover(w, r.Failover)
+	}
+	if r.Advice != nil {
+		printAdvice(w, r.Advice)
+	}
+	if err := w.Flush(); err != nil {
+		return b.c.fail("cannot write output", err)
+	}
+	return exitOK
+}
+
+// goal renders whether a goal was met.
+func goal(met bool) string {
+	if met {
+		return "met"
+	}
+	return "MISSED"
+}

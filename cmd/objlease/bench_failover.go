@@ -1,0 +1,431 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/providers"
+)
+
+// holderArg, as bench's first argument, runs the helper process that the
+// failover section starts and kills: objlease bench _holder [flags] URL.
+// It is not part of the command line users are shown.
+const holderArg = "_holder"
+
+// Expiry rules, as the failover section names them.
+const (
+	ruleObserved   = "observed"
+	ruleStoreClock = "store-clock"
+	freshGoal      = 3 // round trips for a fresh process to take over a long-dead lease
+)
+
+// holderReport is the line the helper prints once it holds the lease.
+type holderReport struct {
+	Token     uint64  `json:"token"`
+	Reads     int64   `json:"reads"`
+	Writes    int64   `json:"writes"`
+	AcquireMs float64 `json:"acquire_ms"`
+}
+
+// benchHolder is the helper process: it takes the lease at --key under
+// URL, prints a holderReport, then holds the lease, renewing it, until its
+// stdin closes (or, with --release, releases it at once).
+func (c *cli) benchHolder(args []string) int {
+	fs := flag.NewFlagSet("bench "+holderArg, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	key := fs.String("key", "", "lease key")
+	o := objlease.Options{Logger: c.log, Holder: fmt.Sprintf("objlease-bench/holder-%d", os.Getpid())}
+	fs.DurationVar(&o.TTL, "ttl", 0, "")
+	fs.DurationVar(&o.RenewInterval, "renew", 0, "")
+	fs.DurationVar(&o.PollInterval, "poll", 0, "")
+	fs.Float64Var(&o.DriftBound, "drift", 0, "")
+	storeClock := fs.Bool("store-clock", false, "")
+	release := fs.Bool("release", false, "")
+	timeout := fs.Duration("timeout", time.Minute, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 || *key == "" {
+		c.log.Error(fmt.Sprintf("bench %s: want [flags] --key KEY URL, got %q", holderArg, args))
+		return exitUsage
+	}
+	if *storeClock {
+		o.StoreClock = &objlease.StoreClockRule{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	store, _, err := providers.Open(ctx, fs.Arg(0))
+	if err != nil {
+		return c.fail("cannot open store", err)
+	}
+	defer store.Close()
+	cs := &countingStore{Store: store}
+	cl, err := objlease.New(cs, *key, o)
+	if err != nil {
+		return c.fail("bad options", err)
+	}
+	start := time.Now()
+	l, err := cl.Acquire(ctx)
+	if err != nil {
+		return c.fail("lease not acquired", err)
+	}
+	n := cs.counts()
+	if code := c.printJSON(holderReport{Token: l.Token(), Reads: n.reads(), Writes: n.writes(), AcquireMs: ms(time.Since(start))}); code != exitOK {
+		return code
+	}
+	if !*release {
+		eof := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			close(eof)
+		}()
+		select {
+		case <-eof:
+		case <-l.Done():
+			// Lost while holding (its renewals failed): the bench must not
+			// count a takeover after this as two holders at once.
+			fmt.Fprintln(c.stdout, "lost")
+		}
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), o.TTL)
+	defer rcancel()
+	if err := l.Release(rctx); err != nil {
+		return c.fail("lease not released", err)
+	}
+	return exitOK
+}
+
+// holderProc is a running helper process.
+type holderProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	line  chan holderLine
+	lost  chan struct{} // closed when the helper says it lost its lease
+}
+
+type holderLine struct {
+	r   holderReport
+	err error
+}
+
+// startHolder starts a helper process that takes the lease at key.
+func (b *bench) startHolder(key string, flags ...string) (*holderProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find the objlease binary to start a holder process: %w", err)
+	}
+	args := append([]string{"bench", holderArg, "--key", key, "--ttl", b.ttl.String(), "--renew", b.renew.String(),
+		"--poll", b.poll.String(), "--drift", strconv.FormatFloat(b.drift, 'g', -1, 64),
+		"--timeout", (10*b.ttl + time.Minute).String()}, flags...)
+	cmd := exec.Command(exe, append(args, b.url)...)
+	cmd.Stderr = b.c.stderr
+	p := &holderProc{cmd: cmd, line: make(chan holderLine, 1), lost: make(chan struct{})}
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting a holder process: %w", err)
+	}
+	go func() {
+		var l holderLine
+		r := bufio.NewReader(out)
+		s, err := r.ReadString('\n')
+		if err == nil {
+			err = json.Unmarshal([]byte(s), &l.r)
+		}
+		if err != nil {
+			l.err = fmt.Errorf("holder process for %q printed %q: %w", key, s, err)
+		}
+		p.line <- l
+		if s, _ := r.ReadString('\n'); l.err == nil && s == "lost\n" {
+			close(p.lost)
+		}
+	}()
+	return p, nil
+}
+
+// ready waits until the helper holds its lease.
+func (p *holderProc) ready(ctx context.Context) (holderReport, error) {
+	select {
+	case l := <-p.line:
+		if l.err != nil {
+			p.kill()
+		}
+		return l.r, l.err
+	case <-ctx.Done():
+		p.kill()
+		return holderReport{}, context.Cause(ctx)
+	}
+}
+
+// kill ends the helper with SIGKILL, as a crash would.
+func (p *holderProc) kill() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
+
+// finish waits for a helper that exits on its own.
+func (p *holderProc) finish() error {
+	_ = p.stdin.Close()
+	return p.cmd.Wait()
+}
+
+// failoverReport is the failover section's result.
+type failoverReport struct {
+	Trials int            `json:"trials"`
+	Rules  []failoverRule `json:"rules"`
+	Fresh  []freshReport  `json:"fresh"`
+}
+
+// failoverRule is the time from a holder's SIGKILL until a waiting
+// contender holds the lease, under one expiry rule.
+type failoverRule struct {
+	Rule     string  `json:"rule"`
+	Elapsed  dist    `json:"kill_to_held"`
+	P50TTL   float64 `json:"p50_ttl"`
+	P90TTL   float64 `json:"p90_ttl"`
+	MaxTTL   float64 `json:"max_ttl"`
+	GoalMs   float64 `json:"goal_ms"`
+	OverGoal int     `json:"trials_over_goal"`
+	// Early counts contenders that held the lease before the holder was
+	// killed: an exclusivity failure.
+	Early int `json:"early"`
+}
+
+// freshReport is a new process taking over a lease whose holder died long
+// ago.
+type freshReport struct {
+	Rule       string  `json:"rule"`
+	DeadMs     float64 `json:"dead_for_ms"`
+	Trials     int     `json:"trials"`
+	MaxTrips   int64   `json:"max_round_trips"`
+	ExecToHeld dist    `json:"exec_to_held"`
+	Acquire    dist    `json:"acquire"`
+	GoalMet    bool    `json:"goal_met"`
+}
+
+func (b *bench) failover(ctx context.Context) (*failoverReport, error) {
+	r := &failoverReport{Trials: b.trials}
+	for _, rule := range []string{ruleObserved, ruleStoreClock} {
+		fr, err := b.failoverTrials(ctx, rule)
+		if err != nil {
+			return nil, err
+		}
+		r.Rules = append(r.Rules, *fr)
+	}
+	fresh, err := b.freshTakeovers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.Fresh = fresh
+	return r, nil
+}
+
+// failoverTrials kills a renewing holder process at a random moment while
+// a contender in this process waits in Acquire, --trials times.
+func (b *bench) failoverTrials(ctx context.Context, rule string) (*failoverRule, error) {
+	key := b.key("failover-" + rule)
+	fr := &failoverRule{Rule: rule, GoalMs: ms(b.ttl + b.poll)}
+	var elapsed []time.Duration
+	type acquired struct {
+		l   *objlease.Lease
+		err error
+		at  time.Time
+	}
+	for i := range b.trials {
+		b.prog.show(i == 0, "failover (%s rule): trial %d of %d", rule, i+1, b.trials)
+		h, err := b.startHolder(key)
+		if err != nil {
+			return nil, err
+		}
+		hr, err := h.ready(ctx)
+		if err != nil {
+			return nil, err
+		}
+		o := b.options(fmt.Sprintf("failover-%s-%d", rule, i))
+		if rule == ruleStoreClock {
+			o.StoreClock = &objlease.StoreClockRule{}
+		}
+		c, err := objlease.New(b.cs, key, o)
+		if err != nil {
+			h.kill()
+			return nil, err
+		}
+		got := make(chan acquired, 1)
+		actx, cancel := context.WithTimeout(ctx, 10*b.ttl+time.Minute)
+		go func() {
+			l, err := c.Acquire(actx)
+			got <- acquired{l, err, time.Now()}
+		}()
+		// Kill at a random point of the renewal cycle, once the contender
+		// has had time to look.
+		_ = sleep(ctx, b.poll+time.Duration(rand.Float64()*float64(b.renew)))
+		var a acquired
+		select {
+		case a = <-got:
+			if a.err == nil {
+				select {
+				case <-h.lost:
+					b.c.log.Warn(fmt.Sprintf("bench: the holder process lost its lease on %q before it was killed (its renewals failed)", key))
+				case <-time.After(time.Second): // time to say so
+					fr.Early++
+					b.c.log.Error(fmt.Sprintf("bench: EXCLUSIVITY VIOLATED: the contender acquired %q while the holder process held it", key))
+				}
+			}
+			h.kill()
+		default:
+			h.kill()
+			killed := time.Now()
+			a = <-got
+			if a.err == nil {
+				elapsed = append(elapsed, a.at.Sub(killed))
+			}
+		}
+		cancel()
+		if a.err != nil {
+			return nil, fmt.Errorf("contender after the holder's kill: %w", a.err)
+		}
+		if a.l.Token() <= hr.Token {
+			fr.Early++
+			b.c.log.Error(fmt.Sprintf("bench: token went back at %q: contender %d after holder %d", key, a.l.Token(), hr.Token))
+		}
+		if err := a.l.Release(ctx); err != nil && !errors.Is(err, objlease.ErrLeaseLost) {
+			return nil, err
+		}
+	}
+	fr.Elapsed = summarise(elapsed)
+	ttl := ms(b.ttl)
+	fr.P50TTL, fr.P90TTL, fr.MaxTTL = fr.Elapsed.P50/ttl, fr.Elapsed.P90/ttl, fr.Elapsed.Max/ttl
+	for _, e := range elapsed {
+		if e > b.ttl+b.poll {
+			fr.OverGoal++
+		}
+	}
+	return fr, nil
+}
+
+// freshTakeovers kills holder processes, waits until the store's clock
+// says their records are long dead, then starts a new process for each
+// and counts the round trips it needs: with the store-clock rule, and once
+// with the observed rule for comparison.
+func (b *bench) freshTakeovers(ctx context.Context) ([]freshReport, error) {
+	n := min(b.trials, 5)
+	b.prog.show(true, "failover: %d fresh processes taking over long-dead leases", n+1)
+	rules := make([]string, n+1)
+	for i := range n {
+		rules[i] = ruleStoreClock
+	}
+	rules[n] = ruleObserved
+	holders := make([]*holderProc, len(rules))
+	defer func() {
+		for _, h := range holders {
+			if h != nil && h.cmd.ProcessState == nil {
+				h.kill()
+			}
+		}
+	}()
+	for i := range rules {
+		var err error
+		if holders[i], err = b.startHolder(b.key(fmt.Sprintf("fresh-%d", i))); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range holders {
+		if _, err := h.ready(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range holders {
+		h.kill()
+	}
+	killed := time.Now()
+	// Long dead: past TTL + granularity + margin by the store's clock,
+	// with room for a Date header truncated to the granularity too.
+	g := b.props.TimestampGranularity
+	if err := sleep(ctx, b.ttl+2*g+2*time.Second); err != nil {
+		return nil, err
+	}
+	byRule := map[string]*freshReport{}
+	var out []freshReport
+	samples := map[string][2][]time.Duration{}
+	for i, rule := range rules {
+		fr := byRule[rule]
+		if fr == nil {
+			fr = &freshReport{Rule: rule, GoalMet: true}
+			byRule[rule] = fr
+		}
+		var flags []string
+		if rule == ruleStoreClock {
+			flags = []string{"--store-clock"}
+		}
+		if fr.DeadMs == 0 {
+			fr.DeadMs = ms(time.Since(killed))
+		}
+		start := time.Now()
+		h, err := b.startHolder(b.key(fmt.Sprintf("fresh-%d", i)), append(flags, "--release")...)
+		if err != nil {
+			return nil, err
+		}
+		hr, err := h.ready(ctx)
+		wall := time.Since(start)
+		if err != nil {
+			return nil, err
+		}
+		if err := h.finish(); err != nil {
+			// It held the lease, which is what was measured; it says why.
+			b.c.log.Warn("bench: fresh holder process failed after taking the lease", "key", b.key(fmt.Sprintf("fresh-%d", i)), "err", err)
+		}
+		fr.Trials++
+		trips := hr.Reads + hr.Writes
+		fr.MaxTrips = max(fr.MaxTrips, trips)
+		fr.GoalMet = fr.GoalMet && trips <= freshGoal
+		s := samples[rule]
+		s[0], s[1] = append(s[0], wall), append(s[1], fromMs(hr.AcquireMs))
+		samples[rule] = s
+	}
+	for _, rule := range []string{ruleStoreClock, ruleObserved} {
+		fr := byRule[rule]
+		fr.ExecToHeld, fr.Acquire = summarise(samples[rule][0]), summarise(samples[rule][1])
+		out = append(out, *fr)
+	}
+	return out, nil
+}
+
+func printFailover(w io.Writer, r *failoverReport) {
+	fmt.Fprintf(w, "\nFAILOVER: a holder process is killed with SIGKILL while a contender waits in Acquire; time from the kill until the contender holds the lease, %d trials per rule\n", r.Trials)
+	fmt.Fprintln(w, "RULE\tP50\tP90\tMAX\tP50/TTL\tP90/TTL\tMAX/TTL\tGOAL <= TTL + POLL\t")
+	for _, f := range r.Rules {
+		note := fmt.Sprintf("%v: %s", fromMs(f.GoalMs).Round(time.Millisecond), goal(f.OverGoal == 0))
+		if f.OverGoal > 0 {
+			note += fmt.Sprintf(" in %d trials", f.OverGoal)
+		}
+		if f.Early > 0 {
+			note += fmt.Sprintf("; EXCLUSIVITY VIOLATED %d times", f.Early)
+		}
+		fmt.Fprintf(w, "%s\t%v\t%v\t%v\t%.2f\t%.2f\t%.2f\t%s\n", f.Rule, fromMs(f.Elapsed.P50).Round(time.Millisecond),
+			fromMs(f.Elapsed.P90).Round(time.Millisecond), fromMs(f.Elapsed.Max).Round(time.Millisecond), f.P50TTL, f.P90TTL, f.MaxTTL, note)
+	}
+	fmt.Fprintln(w, "A FRESH PROCESS takes over a lease whose holder was killed long ago; round trips and time from exec until it holds the lease:")
+	fmt.Fprintln(w, "RULE\tDEAD FOR\tTRIALS\tROUND TRIPS\tEXEC TO HELD P50\tMAX\tACQUIRE P50\t")
+	for _, f := range r.Fresh {
+		note := fmt.Sprintf("goal <= %d: %s", freshGoal, goal(f.GoalMet))
+		if f.Rule == ruleObserved {
+			note = "for comparison: it must watch the record for TTL × (1 + drift)"
+		}
+		fmt.Fprintf(w, "%s\t%v\t%d\t%d\t%v\t%v\t%v\t%s\n", f.Rule, fromMs(f.DeadMs).Round(100*time.Millisecond), f.Trials, f.MaxTrips,
+			fromMs(f.ExecToHeld.P50).Round(time.Millisecond), fromMs(f.ExecToHeld.Max).Round(time.Millisecond),
+			fromMs(f.Acquire.P50).Round(time.Millisecond), note)
+	}
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/objlease/objlease/providers"
+)
+
+// Store operations, as counted by countingStore.
+const (
+	opGet = iota
+	opStat
+	opList
+	opCreate
+	opReplace
+	opDelete
+	numOps
+)
+
+// counts is a number of requests per store operation.
+type counts [numOps]int64
+
+func (c counts) sub(d counts) counts {
+	for i := range c {
+		c[i] -= d[i]
+	}
+	return c
+}
+
+func (c counts) reads() int64  { return c[opGet] + c[opStat] + c[opList] }
+func (c counts) writes() int64 { return c[opCreate] + c[opReplace] + c[opDelete] }
+func (c counts) total() int64  { return c.reads() + c.writes() }
+
+// countingStore counts every request made through it: the bench reports
+// round trips, not only times.
+type countingStore struct {
+	providers.Store
+	n [numOps]atomic.Int64
+}
+
+func (s *countingStore) counts() counts {
+	var c counts
+	for i := range c {
+		c[i] = s.n[i].Load()
+	}
+	return c
+}
+
+func (s *countingStore) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
+	s.n[opGet].Add(1)
+	return s.Store.Get(ctx, key, maxBytes)
+}
+
+func (s *countingStore) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
+	s.n[opStat].Add(1)
+	return s.Store.Stat(ctx, key)
+}
+
+func (s *countingStore) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+	s.n[opList].Add(1)
+	return s.Store.List(ctx, prefix, pageToken, pageSize)
+}
+
+func (s *countingStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
+	s.n[opCreate].Add(1)
+	return s.Store.Create(ctx, key, data, md)
+}
+
+func (s *countingStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, ifVersion string) (providers.WriteResult, error) {
+	s.n[opReplace].Add(1)
+	return s.Store.Replace(ctx, key, data, md, ifVersion)
+}
+
+func (s *countingStore) Delete(ctx context.Context, key, ifVersion string) error {
+	s.n[opDelete].Add(1)
+	return s.Store.Delete(ctx, key, ifVersion)
+}
+
+// pacer keeps writes to any one key at least min apart, so that the bench
+// stays within a store's sustained write rate per object (GCS: about one
+// per second) instead of measuring its throttling.
+type pacer struct {
+	min  time.Duration
+	last map[string]time.Time
+}
+
+func newPacer(min time.Duration) *pacer { return &pacer{min: min, last: map[string]time.Time{}} }
+
+// wait blocks until key may be written again, and notes the write.
+func (p *pacer) wait(ctx context.Context, key string) error {
+	if p.min <= 0 {
+		return nil
+	}
+	if d := time.Until(p.last[key].Add(p.min)); d > 0 {
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+	p.last[key] = time.Now()
+	return nil
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// dist summarises a sample of durations.
+type dist struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50_ms"`
+	P90 float64 `json:"p90_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+}
+
+func summarise(ds []time.Duration) dist {
+	if len(ds) == 0 {
+		return dist{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return dist{N: len(s), P50: ms(quantile(s, 0.5)), P90: ms(quantile(s, 0.9)), P99: ms(quantile(s, 0.99)), Max: ms(s[len(s)-1])}
+}
+
+// quantile is the nearest-rank q-quantile of sorted.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fromMs turns milliseconds back into a duration, for printing.
+func fromMs(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+// progress shows what the bench is doing on stderr: one line rewritten in
+// place on a terminal, otherwise a plain line every few seconds, so that a
+// log file is not flooded.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	now   func() time.Time
+	mu    sync.Mutex
+	last  time.Time
+	shown bool
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w, now: time.Now}
+	// A character device is a terminal in practice (or /dev/null, where
+	// nothing is lost either way); the standard library has no isatty.
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+		}
+	}
+	return p
+}
+
+// show reports msg: at once if force (a new phase), else if enough time
+// has passed since the last report.
+func (p *progress) show(force bool, format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	every := 5 * time.Second
+	if p.tty {
+		every = 100 * time.Millisecond
+	}
+	now := p.now()
+	if !force && now.Sub(p.last) < every {
+		return
+	}
+	p.last = now
+	msg := fmt.Sprintf(format, args...)
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\x1b[K%s", msg)
+		p.shown = true
+		return
+	}
+	fmt.Fprintf(p.w, "objlease bench: %s\n", msg)
+}
+
+// clear removes the progress line from a terminal.
+func (p *progress) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.shown {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.shown = false
+	}
+}
