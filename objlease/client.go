@@ -91,11 +91,13 @@ func (c *Client) nonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// jitter returns d scaled by a random factor in [0.8, 1.2).
+// jitter returns d scaled by a random factor in [0.8, 1.0): contenders
+// spread out, and none waits longer than d, which bounds failover by
+// TTL × (1 + drift) + PollInterval.
 func (c *Client) jitter(d time.Duration) time.Duration {
 	c.rnd.Lock()
 	defer c.rnd.Unlock()
-	return time.Duration(float64(d) * (0.8 + 0.4*c.opts.Rand.Float64()))
+	return time.Duration(float64(d) * (0.8 + 0.2*c.opts.Rand.Float64()))
 }
 
 // read fetches the record and updates the client's view. It returns a nil

@@ -27,7 +27,7 @@ type Options struct {
 	// MinWriteInterval.
 	RenewInterval time.Duration
 	// PollInterval is how often Acquire retries while the lease is held
-	// elsewhere (jittered by ±20 %). Default RenewInterval.
+	// elsewhere (jittered down by up to 20 %). Default RenewInterval.
 	PollInterval time.Duration
 	// DriftBound bounds the rate error of every participant's clock: a
 	// clock measures an interval of real length d as between d × (1 − b) and

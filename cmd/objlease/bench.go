@@ -180,7 +180,7 @@ func (c *cli) cmdBench(args []string) int {
 		}
 	}
 	if i := (interrupt{}); errors.As(context.Cause(ctx), &i) {
-		c.log.Warn("bench interrupted; scratch prefix cleaned up", slog.String("signal", i.sig.String()))
+		c.log.Warn("bench interrupted", slog.String("signal", i.sig.String()))
 		return i.code()
 	}
 	if err != nil {

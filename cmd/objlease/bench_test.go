@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,5 +224,41 @@ func TestBenchProgress(t *testing.T) {
 	}
 	if want := "objlease bench: phase 1\nobjlease bench: step c\n"; plain.String() != want {
 		t.Errorf("elsewhere: %q, want %q", plain.String(), want)
+	}
+}
+
+// Interrupted, bench still removes what it wrote, and exits as the signal
+// says.
+func TestBenchInterruptedCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(objleaseBin(t), "bench", "--only", "contention", "--contenders", "3", "--duration", "1h", "file://"+dir+"/")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() && !strings.Contains(lines.Text(), "objlease bench: contention") {
+	}
+	go io.Copy(io.Discard, stderr)
+	// The contenders have started; wait for their record.
+	for deadline := time.Now().Add(30 * time.Second); len(objectsUnder(t, dir, "objlease-bench-")) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("bench wrote nothing")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGINT) {
+		t.Fatalf("bench exited with %v, want status %d", err, 128+int(syscall.SIGINT))
+	}
+	if keys := objectsUnder(t, dir, "objlease-bench-"); len(keys) != 0 {
+		t.Errorf("left behind after SIGINT: %q", keys)
 	}
 }

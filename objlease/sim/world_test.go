@@ -158,7 +158,7 @@ type proc struct {
 
 	mu          sync.Mutex
 	pausedUntil time.Time
-	tickets     int
+	waiters     int // goroutines that have waited out the current pause, in order
 
 	target      int
 	lease       *objlease.Lease
@@ -174,7 +174,7 @@ func (p *proc) maybePause() {
 	now := time.Now()
 	if p.gateRnd.Float64() < p.w.cfg.pauseAny && !now.Before(p.pausedUntil) && !p.w.calm.Load() {
 		p.pausedUntil = now.Add(time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
-		p.tickets = 0
+		p.waiters = 0
 		p.w.count("process paused")
 	}
 }
@@ -183,7 +183,7 @@ func (p *proc) maybePause() {
 func (p *proc) pause(d time.Duration) {
 	p.mu.Lock()
 	p.pausedUntil = time.Now().Add(d)
-	p.tickets = 0
+	p.waiters = 0
 	p.mu.Unlock()
 	p.w.count("process paused")
 	p.w.logf(p, "paused for %v", d)
@@ -201,8 +201,8 @@ func (p *proc) awaitRunning(ctx context.Context) error {
 			p.mu.Unlock()
 			return nil
 		}
-		p.tickets++
-		wake := until.Add(time.Duration(p.tickets) * time.Microsecond)
+		p.waiters++
+		wake := until.Add(time.Duration(p.waiters) * time.Microsecond)
 		p.mu.Unlock()
 		t := time.NewTimer(time.Until(wake))
 		select {
