@@ -287,32 +287,6 @@ func TestBadInputMissingRoot(t *testing.T) {
 	}
 }
 
-// preconditionBlind accepts every conditional write, ignoring its
-// condition, as some S3-compatible servers do.
-type preconditionBlind struct{ *mem.Store }
-
-func (s preconditionBlind) version(ctx context.Context, key string) string {
-	if a, err := s.Stat(ctx, key); err == nil {
-		return a.Version
-	}
-	return ""
-}
-
-func (s preconditionBlind) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
-	if v := s.version(ctx, key); v != "" {
-		return s.Store.Replace(ctx, key, data, md, v)
-	}
-	return s.Store.Create(ctx, key, data, md)
-}
-
-func (s preconditionBlind) Replace(ctx context.Context, key string, data []byte, md map[string]string, _ string) (providers.WriteResult, error) {
-	return s.Create(ctx, key, data, md)
-}
-
-func (s preconditionBlind) Delete(ctx context.Context, key, _ string) error {
-	return s.Store.Delete(ctx, key, s.version(ctx, key))
-}
-
 // conditionsUnsupported refuses every conditional write, as S3-compatible
 // servers without conditional writes do (501 NotImplemented).
 type conditionsUnsupported struct{ *mem.Store }
@@ -341,7 +315,7 @@ func TestBadInputUnsafeStores(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = objlease.Probe(ctx, preconditionBlind{m}, "leases/")
+		_, err = objlease.Probe(ctx, ignoringStore{m}, "leases/")
 		if !errors.Is(err, objlease.ErrStoreUnsafe) || !strings.Contains(err.Error(), `"leases/`) || !strings.Contains(err.Error(), "objlease-probe-") {
 			t.Fatalf("Probe: %v, want ErrStoreUnsafe naming the probe object", err)
 		}
