@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/objlease/objlease/objlease/internal/safeguards"
+	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
 

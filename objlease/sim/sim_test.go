@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/objlease/fence"
-	"github.com/objlease/objlease/objlease/internal/safeguards"
+	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers/faulty"
 )
 

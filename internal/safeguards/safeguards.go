@@ -1,0 +1,50 @@
+// Package safeguards holds switches that turn off the protocol's safety
+// measures one at a time. They exist only so that the simulation can show
+// that its checker finds the violations each measure prevents; nothing
+// outside this module can reach them, and they are never off in normal use.
+package safeguards
+
+import "sync/atomic"
+
+// Each switch is on (true) unless a simulation turns it off.
+var (
+	// DriftMargin: the holder counts validity as TTL × (1 − b) from the
+	// moment it sent its write, and contenders wait TTL × (1 + b). Off: both
+	// use a bare TTL, and the holder counts from when the reply arrived.
+	DriftMargin atomic.Bool
+	// KeepRecordOnRelease: release marks the record released and keeps its
+	// token. Off: release deletes the record, so the next token is 1 again.
+	KeepRecordOnRelease atomic.Bool
+	// NonceCheck: a write whose outcome is unknown is resolved by reading
+	// back its nonce. Off: it is assumed to have landed.
+	NonceCheck atomic.Bool
+	// UniqueNonces: nonces are unique whatever Options.Rand is seeded with.
+	// Off: they come from Options.Rand alone.
+	UniqueNonces atomic.Bool
+	// OwnWriteCheck: a write is recognised as this holder's own only by its
+	// holder and its nonce, and a holder only ever replaces a record that
+	// carries its own last write. Off: a matching nonce, or a matching token,
+	// is taken as proof.
+	OwnWriteCheck atomic.Bool
+	// ForceWaits: Options.Force repairs a bad object only after seeing it
+	// unchanged for a whole TTL × (1 + b). Off: it overwrites at once.
+	ForceWaits atomic.Bool
+	// UniqueTombstones: fence.Delete writes a tombstone whose bytes are
+	// unique, so its version cannot repeat on S3. Off: an empty tombstone.
+	UniqueTombstones atomic.Bool
+	// CallbackBeforeRelease: a lease's context ends, and an elector's
+	// callback returns, before the released record is written. Off: the
+	// record is written first.
+	CallbackBeforeRelease atomic.Bool
+	// PathLock: the file store's lock belongs to the object's file, so two
+	// stores opened at different roots over one directory exclude each
+	// other. Off: a lock per store root.
+	PathLock atomic.Bool
+)
+
+func init() {
+	for _, s := range []*atomic.Bool{&DriftMargin, &KeepRecordOnRelease, &NonceCheck, &UniqueNonces,
+		&OwnWriteCheck, &ForceWaits, &UniqueTombstones, &CallbackBeforeRelease, &PathLock} {
+		s.Store(true)
+	}
+}
