@@ -113,14 +113,17 @@ func testDistinctSlots(t *testing.T, store providers.Store) {
 			t.Fatalf("%s: slot %d key %q token %d, want token 1 at %q", h, sl.Index(), sl.Key(), sl.Token(), semaphore.SlotKey(prefix, sl.Index()))
 		}
 	}
-	_, err := newSem(t, store, 3, "d", clk).TryAcquire(ctx)
-	var he *objlease.HeldError
-	if !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) {
-		t.Fatalf("fourth holder: %v, want ErrHeld", err)
-	}
-	// b's TTL is the shortest: its slot expires first for the fourth.
-	if he.Key != holders["b"].Key() || he.Holder != "b" || he.Token != 1 || he.Wait != 10100*time.Millisecond {
-		t.Fatalf("HeldError %+v, want b's slot %q, token 1, wait 10.1s", he, holders["b"].Key())
+	// Several fourth contenders, each trying the slots in its own order.
+	for _, h := range []string{"d", "e", "f", "g", "h", "i"} {
+		_, err := newSem(t, store, 3, h, clk).TryAcquire(ctx)
+		var he *objlease.HeldError
+		if !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) {
+			t.Fatalf("fourth holder %s: %v, want ErrHeld", h, err)
+		}
+		// b's TTL is the shortest: its slot expires first for the fourth.
+		if he.Key != holders["b"].Key() || he.Holder != "b" || he.Token != 1 || he.Wait != 10100*time.Millisecond {
+			t.Fatalf("%s: HeldError %+v, want b's slot %q, token 1, wait 10.1s", h, he, holders["b"].Key())
+		}
 	}
 }
 
@@ -559,5 +562,64 @@ func TestNewValidates(t *testing.T) {
 	s, err := semaphore.New(mem.New(), "pools/x/", 2, objlease.Options{})
 	if err != nil || s.Prefix() != "pools/x" || s.Size() != 2 || s.Holder() == "" {
 		t.Fatalf("%v %v", s, err)
+	}
+}
+
+// The request costs docs/semaphore.md quotes.
+func TestRequestCosts(t *testing.T) {
+	ctx := context.Background()
+	cs := newCounter(mem.New())
+	clk := clock.NewFake(epoch)
+	var slots []*semaphore.Slot
+	for i, h := range []string{"a", "b", "c"} {
+		sl := mustAcquire(t, newSem(t, cs, 3, h, clk))
+		slots = append(slots, sl)
+		got := cs.take()
+		if i == 0 {
+			// Size read (absent) and recorded, slot created; a slot above 0
+			// re-reads the size.
+			want := map[string]int{"get": 1, "create": 2}
+			if sl.Index() > 0 {
+				want["get"]++
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("first acquisition cost %v, want %v", got, want)
+			}
+		}
+		t.Logf("acquisition %d (slot %d): %v", i+1, sl.Index(), got)
+	}
+	d := newSem(t, cs, 3, "d", clk)
+	if _, err := d.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) {
+		t.Fatal(err)
+	}
+	if got := cs.take(); got["get"] != 1+3 || got["create"] != 3 || len(got) != 2 {
+		t.Fatalf("a new process's first look at a full semaphore cost %v, want the size read and a create and a read per slot", got)
+	}
+	if _, err := d.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) {
+		t.Fatal(err)
+	}
+	if got := cs.take(); got["get"] != 3 || len(got) != 1 {
+		t.Fatalf("a poll of a full semaphore cost %v, want one read per slot", got)
+	}
+	if err := slots[0].Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := cs.take(); got["replace"] != 1 || len(got) != 1 {
+		t.Fatalf("a renewal cost %v, want one write", got)
+	}
+	if err := slots[1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := cs.take(); got["replace"] != 1 || len(got) != 1 {
+		t.Fatalf("a release cost %v, want one write", got)
+	}
+	sl := mustAcquire(t, d)
+	got := cs.take()
+	t.Logf("taking a released slot after polling: %v", got)
+	if got["replace"] != 1 || got["get"] > 3+1 {
+		t.Fatalf("taking a released slot cost %v, want one write, at most a read per slot and the size", got)
+	}
+	for _, s := range append(slots, sl) {
+		s.Release(ctx)
 	}
 }
