@@ -51,7 +51,7 @@ var (
 type SizeError struct {
 	Key       string // the size object
 	Recorded  int
-	Requested int // this process's N; for a shrunk slot, the slot's index + 1
+	Requested int // this process's N
 }
 
 func (e *SizeError) Error() string {
@@ -350,7 +350,7 @@ func (s *Semaphore) confirm(ctx context.Context, i int, l *objlease.Lease) (*Slo
 	if i > 0 {
 		got, _, err := s.readSize(ctx)
 		if err == nil && got <= i {
-			err = &SizeError{Key: SizeKey(s.prefix), Recorded: got, Requested: i + 1}
+			err = &SizeError{Key: SizeKey(s.prefix), Recorded: got, Requested: s.Size()}
 		}
 		if err != nil {
 			if rerr := l.Release(ctx); rerr != nil {

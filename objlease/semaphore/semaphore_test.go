@@ -623,3 +623,22 @@ func TestRequestCosts(t *testing.T) {
 		s.Release(ctx)
 	}
 }
+
+func TestAcquireEndsWithContext(t *testing.T) {
+	store := mem.New()
+	clk := clock.NewFake(epoch)
+	sl := mustAcquire(t, newSem(t, store, 1, "a", clk))
+	defer sl.Release(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := newSem(t, store, 1, "b", clk).Acquire(ctx)
+		done <- err
+	}()
+	waitTimers(t, clk, 2+1)
+	cancel()
+	err := <-done
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, objlease.ErrHeld) {
+		t.Fatalf("%v, want the context's cause and the last attempt's ErrHeld", err)
+	}
+}
