@@ -198,6 +198,9 @@ func readManifest(ctx context.Context, store providers.Store, prefix string) (*M
 	dec := json.NewDecoder(bytes.NewReader(obj.Data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
+		if tok, ok := leaseRecord(obj.Data); ok {
+			return nil, leaseRecordError(key, tok)
+		}
 		return nil, fmt.Errorf("manifest %q: not a valid objlease manifest: %w", key, err)
 	}
 	if m.Schema != ManifestSchema {
