@@ -177,8 +177,7 @@ func (e *Elector) observe(l Leader) {
 }
 
 // Resign steps down if leading (releasing the lease, keeping its token, once
-// OnStartedLeading has returned) and
-// makes Run return.
+// OnStartedLeading has returned) and makes Run return.
 func (e *Elector) Resign() { e.once.Do(func() { close(e.resign) }) }
 
 // Leader returns the last leader observed, and whether there was one.
