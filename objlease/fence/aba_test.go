@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/objlease/objlease/internal/safeguards"
@@ -97,90 +96,22 @@ func (s md5Store) Properties() providers.Properties {
 func (s md5Store) As(target any) bool { return false }
 func (s md5Store) Close() error       { return nil }
 
-// pausing runs pause once, just before the first conditional write, as if
-// the writer had been paused between its check and its write.
-type pausing struct {
-	providers.Store
-	once  sync.Once
-	pause func()
-}
-
-func (p *pausing) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
-	p.once.Do(p.pause)
-	return p.Store.Replace(ctx, key, data, md, v)
-}
-
+// TestContentHashVersions runs the scenarios on the model, where the
+// tombstone race would repeat a version.
 func TestContentHashVersions(t *testing.T) { fencetest.Run(t, newMD5Store(), "t/") }
 
-func tokenAt(t *testing.T, s providers.Store, key string) (uint64, bool) {
-	t.Helper()
-	a, err := s.Stat(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tok uint64
-	fmt.Sscan(a.Metadata[fence.TokenKey], &tok)
-	return tok, a.Metadata[fence.TombstoneKey] == "true"
-}
-
-// TestTombstoneABA: X is a tombstone of token 5. A (token 6) reads it and is
-// paused; B (token 7) deletes X. If B's tombstone had the bytes of token 5's,
-// its version would repeat, A's conditional write would match it and X's
-// token would go back from 7 to 6.
-func TestTombstoneABA(t *testing.T) {
-	ctx := context.Background()
-	opts := fence.Options{UniquePayloads: true}
-	late := map[string]func(s providers.Store, key string) error{
-		"stale delete": func(s providers.Store, key string) error { return fence.Delete(ctx, s, key, 6, opts) },
-		"stale put": func(s providers.Store, key string) error {
-			_, err := fence.Put(ctx, s, key, 6, []byte("A's unique payload, token 6"), opts)
-			return err
-		},
-	}
-	run := func(t *testing.T, op string) (token uint64, tombstone bool, err error) {
-		s := newMD5Store()
-		key := "out/x"
-		if _, err := fence.Put(ctx, s, key, 5, []byte("token 5's payload"), opts); err != nil {
-			t.Fatal(err)
+// TestTombstoneRaceRepeatsWithEmptyTombstones shows that the model
+// reproduces the repeat StaleWriterPausedAcrossDelete guards against: with
+// empty tombstones both tombstones have the MD5 of nothing as their version,
+// and the paused writer's token 6 replaces token 7.
+func TestTombstoneRaceRepeatsWithEmptyTombstones(t *testing.T) {
+	safeguards.UniqueTombstones.Store(false)
+	defer safeguards.UniqueTombstones.Store(true)
+	for _, op := range []string{"put", "delete"} {
+		r := fencetest.TombstoneRace(t, newMD5Store(), "x", op)
+		if !r.Repeated || r.Err != nil || r.Token != 6 {
+			t.Errorf("%s with empty tombstones: %+v; want the version repeated and token 6", op, r)
 		}
-		if err := fence.Delete(ctx, s, key, 5, opts); err != nil {
-			t.Fatal(err)
-		}
-		before, _ := s.Stat(ctx, key)
-		var after *providers.Attrs
-		a := &pausing{Store: s, pause: func() {
-			if err := fence.Delete(ctx, s, key, 7, opts); err != nil {
-				t.Fatalf("B's delete: %v", err)
-			}
-			after, _ = s.Stat(ctx, key)
-		}}
-		err = late[op](a, key)
-		token, tombstone = tokenAt(t, s, key)
-		if safeguards.UniqueTombstones.Load() && after.Version == before.Version {
-			t.Errorf("two tombstones have the same version %s", after.Version)
-		}
-		if !safeguards.UniqueTombstones.Load() && after.Version != before.Version {
-			t.Fatalf("the model did not repeat the empty tombstone's version: %s, then %s", before.Version, after.Version)
-		}
-		return token, tombstone, err
-	}
-	for op := range late {
-		t.Run(op, func(t *testing.T) {
-			tok, tomb, err := run(t, op)
-			if !errors.Is(err, fence.ErrStale) || tok != 7 || !tomb {
-				t.Fatalf("A's late %s: %v, token now %d, tombstone %v; want ErrStale and B's tombstone of token 7", op, err, tok, tomb)
-			}
-		})
-		// The same run with empty tombstones shows the repeat this test
-		// is about: A's write lands and the token goes back.
-		t.Run(op+"/empty tombstones", func(t *testing.T) {
-			safeguards.UniqueTombstones.Store(false)
-			defer safeguards.UniqueTombstones.Store(true)
-			tok, _, err := run(t, op)
-			if err != nil || tok != 6 {
-				t.Fatalf("with empty tombstones: %v, token %d; the model should reproduce the repeat (token 6)", err, tok)
-			}
-		})
 	}
 }
 
