@@ -110,7 +110,7 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 	}
 	// The stale delete must reach the store and be refused there; the read
 	// below then checks that the object survived it.
-	if err := refused("delete with a stale version (If-Match on DELETE ignored)", timed("delete", func() (time.Time, error) {
+	if err := refused("delete with a stale version", timed("delete", func() (time.Time, error) {
 		return time.Time{}, store.Delete(ctx, key, v1.Version)
 	})); err != nil {
 		return r, err
