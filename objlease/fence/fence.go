@@ -92,10 +92,9 @@ type Options struct {
 // returns an error matching ErrStale if the store holds a higher token. It
 // costs two requests (stat + write), or one with Options.LastVersion, plus
 // a read the first time it writes an object that carries no token (to refuse
-// a lease record, ErrLeaseRecord), and retries only when it lost a race to
-// another writer. An error matching
-// providers.ErrUnknownOutcome means the write may have landed; repeating the
-// same Put is safe.
+// a lease record: ErrLeaseRecord), and retries only when it lost a race to
+// another writer. An error matching providers.ErrUnknownOutcome means the
+// write may have landed; repeating the same Put is safe.
 func Put(ctx context.Context, store providers.Store, key string, token uint64, data []byte, opts Options) (providers.WriteResult, error) {
 	if err := checkStore(store, key, opts); err != nil {
 		return providers.WriteResult{}, err
