@@ -127,6 +127,7 @@ func init() { providers.Register("file", open) }
 // goroutines and by processes sharing the directory.
 type Store struct {
 	root  string           // absolute
+	real  string           // root with symbolic links resolved
 	now   func() time.Time // the writer's clock, for LastModified
 	crash func(stage string)
 }
@@ -151,7 +152,11 @@ func New(root string, opts ...Option) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("file store root %q is not a directory", abs)
 	}
-	s := &Store{root: abs, now: time.Now}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("file store root: %w", err)
+	}
+	s := &Store{root: abs, real: real, now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
@@ -232,6 +237,9 @@ func (s *Store) files(op, key string) (paths, error) {
 		return paths{}, providers.Wrap(op, key, fmt.Errorf("%w: %s", providers.ErrInvalidKey, why), nil)
 	}
 	p := filepath.Join(s.root, filepath.FromSlash(key))
+	if safeguards.PathLock.Load() {
+		p = resolve(p)
+	}
 	dir, name := filepath.Split(p)
 	dir = filepath.Clean(dir)
 	sum := sha256.Sum256([]byte(key))
@@ -245,6 +253,40 @@ func (s *Store) files(op, key string) (paths, error) {
 		attrsNew:   filepath.Join(dir, aux("attrs-new", name)),
 		legacyLock: filepath.Join(s.root, lockDir, hex.EncodeToString(sum[:])),
 	}, nil
+}
+
+// resolve returns p with symbolic links resolved, including a last one
+// that points at a file not yet created, so that every path to a file
+// yields the same directory and name, and with them the same lock.
+func resolve(p string) string {
+	for range 40 { // as many links as Linux follows
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		dir, name := filepath.Split(p)
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			p = filepath.Join(r, name)
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return p // not a link: p does not exist yet
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+	return p
+}
+
+// prune removes dir and its parents while they are empty, never the root
+// or anything outside it.
+func (s *Store) prune(dir string) {
+	below := func(d string) bool {
+		return strings.HasPrefix(d, s.root+string(filepath.Separator)) || strings.HasPrefix(d, s.real+string(filepath.Separator))
+	}
+	for d := dir; below(d) && os.Remove(d) == nil; d = filepath.Dir(d) {
+	}
 }
 
 // absent reports whether err from opening an object's file means there is
@@ -496,6 +538,13 @@ func settle(f paths) (*object, error) {
 			}
 			return fromSidecar(f.key, sc, pd), nil
 		}
+		// Neither file is the one the sidecar describes: the data was
+		// changed or removed by something else. Drop the stale sidecar so
+		// that later reads need no lock.
+		if err := os.Remove(f.attrs); err != nil && !absent(err) {
+			d.close()
+			return nil, err
+		}
 	}
 	if d == nil {
 		return &object{attrs: providers.Attrs{Key: f.key}}, nil
@@ -716,7 +765,9 @@ func writeSynced(p string, content []byte) (os.FileInfo, error) {
 // so that the new entries survive a crash.
 func mkdirs(root, dir string) error {
 	if dir == root {
-		return nil
+		// Recreated if removed while the store was open, as a directory
+		// URL's root is created when it is opened.
+		return os.MkdirAll(root, 0o755)
 	}
 	if fi, err := os.Stat(dir); err == nil {
 		if !fi.IsDir() {
@@ -773,7 +824,7 @@ func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 	if legacy {
 		name = f.legacyLock
 	}
-	wait := lockPollMin
+	wait, vanished := lockPollMin, 0
 	for {
 		if ctx.Err() != nil {
 			return nil, wrap(context.Cause(ctx))
@@ -794,7 +845,9 @@ func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 				return nil, errNoDir
 			}
 			// A concurrent Delete removed the directory mkdirs just saw.
-			continue
+			if vanished++; vanished < 100 {
+				continue
+			}
 		}
 		if err != nil {
 			return nil, wrap(err)
@@ -844,8 +897,7 @@ func (s *Store) unlock(f paths, lf *os.File, legacy bool) {
 		return
 	}
 	if os.Remove(f.lock) == nil {
-		for d := f.dir; d != s.root && os.Remove(d) == nil; d = filepath.Dir(d) {
-		}
+		s.prune(f.dir)
 	}
 }
 
@@ -908,8 +960,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 		return providers.Wrap("delete", key, providers.ErrUnknownOutcome, err)
 	}
 	if !safeguards.PathLock.Load() {
-		for d := f.dir; d != s.root && os.Remove(d) == nil; d = filepath.Dir(d) {
-		}
+		s.prune(f.dir)
 	}
 	return nil // unlock removes the lock file and empty directories
 }

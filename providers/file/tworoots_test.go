@@ -36,12 +36,52 @@ func twoRoots(t *testing.T) (outer, inner *file.Store, dir string) {
 // one winner.
 func TestTwoRootsExclude(t *testing.T) {
 	outer, inner, _ := twoRoots(t)
+	raceOneFile(t, func(r int) (a, b path) {
+		key := fmt.Sprintf("lease-%d", r)
+		return path{outer, "x/" + key}, path{inner, key}
+	})
+}
+
+// A symbolic link to a file is the file it points at, also before that
+// file exists: writes through the link and through the file's own path
+// exclude each other.
+func TestSymlinkedFileExcludes(t *testing.T) {
+	s, dir := newStore(t)
+	for _, d := range []string{"links", "real"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raceOneFile(t, func(r int) (a, b path) {
+		key := fmt.Sprintf("lease-%d", r)
+		if err := os.Symlink("../real/"+key, filepath.Join(dir, "links", key)); err != nil {
+			t.Fatal(err)
+		}
+		return path{s, "links/" + key}, path{s, "real/" + key}
+	})
+	if b, err := os.ReadFile(filepath.Join(dir, "links", "lease-0")); err != nil || len(b) == 0 {
+		t.Errorf("read through the link after the writes: %q, %v", b, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "links", "lease-0")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced by a write: %v, %v", fi, err)
+	}
+}
+
+// path is one way to name a file: a store and a key.
+type path struct {
+	s   *file.Store
+	key string
+}
+
+// raceOneFile races Create, then Replace from one version, through the two
+// names of one file that names(round) returns.
+func raceOneFile(t *testing.T, names func(round int) (a, b path)) {
 	ctx := t.Context()
-	race := func(a, b func() error) (wins int, errs []error) {
+	race := func(ops ...func() error) (wins int, errs []error) {
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		for _, f := range []func() error{a, b} {
+		for _, f := range ops {
 			wg.Go(func() {
 				<-start
 				err := f()
@@ -61,24 +101,27 @@ func TestTwoRootsExclude(t *testing.T) {
 	}
 	const rounds = 100
 	for r := range rounds {
-		key := fmt.Sprintf("lease-%d", r)
-		wins, errs := race(
-			func() error { _, err := outer.Create(ctx, "x/"+key, []byte("outer"), nil); return err },
-			func() error { _, err := inner.Create(ctx, key, []byte("inner"), nil); return err },
-		)
-		if len(errs) > 0 || wins != 1 {
-			t.Fatalf("round %d: %d of 2 creates of one file through two roots succeeded (errors %v)", r, wins, errs)
+		a, b := names(r)
+		create := func(p path) func() error {
+			return func() error { _, err := p.s.Create(ctx, p.key, []byte(p.key), nil); return err }
 		}
-		a, err := inner.Stat(ctx, key)
+		wins, errs := race(create(a), create(b))
+		if len(errs) > 0 || wins != 1 {
+			t.Fatalf("round %d: %d of 2 creates of one file as %q and %q succeeded (errors %v)", r, wins, a.key, b.key, errs)
+		}
+		at, err := a.s.Stat(ctx, a.key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wins, errs = race(
-			func() error { _, err := outer.Replace(ctx, "x/"+key, []byte("outer"), nil, a.Version); return err },
-			func() error { _, err := inner.Replace(ctx, key, []byte("inner"), nil, a.Version); return err },
-		)
+		if bt, err := b.s.Stat(ctx, b.key); err != nil || bt.Version != at.Version {
+			t.Fatalf("round %d: %q has version %s, %q has %+v (%v): one file, two objects", r, a.key, at.Version, b.key, bt, err)
+		}
+		replace := func(p path) func() error {
+			return func() error { _, err := p.s.Replace(ctx, p.key, []byte(p.key), nil, at.Version); return err }
+		}
+		wins, errs = race(replace(a), replace(b))
 		if len(errs) > 0 || wins != 1 {
-			t.Fatalf("round %d: %d of 2 replaces of version %s through two roots succeeded (errors %v)", r, wins, a.Version, errs)
+			t.Fatalf("round %d: %d of 2 replaces of version %s through %q and %q succeeded (errors %v)", r, wins, at.Version, a.key, b.key, errs)
 		}
 	}
 }
