@@ -20,17 +20,26 @@
 //
 // A file with no valid sidecar, put there by another tool, is an object too:
 // its version is derived from its content and modification time, its
-// metadata is empty, and Create at its path is refused. Objects written by
-// earlier releases, whose files began with an "objlease-object v1" header,
-// are read as the objects they were (version and metadata from the header);
-// their next write stores them in the layout above.
+// metadata is empty, and Create at its path is refused (reading or listing
+// such a file hashes it whole). A sidecar that no longer matches its data,
+// because another tool changed the data, is dropped: the file is then such
+// a plain object. Files the store cannot read are left out of listings.
+// Objects written by earlier releases, whose files began with an
+// "objlease-object v1" header, are read as the objects they were (version
+// and metadata from the header); their next write stores them in the
+// layout above. Processes of earlier releases lock differently and must
+// not share a directory with this one.
 //
 // # Locking
 //
 // Every write holds an exclusive flock on the object's lock file, which sits
 // beside the object in its directory. Every path that reaches the file
 // (through another store root, a symbolic link to a directory, a bind
-// mount) therefore reaches the same lock. Taking the lock honours the
+// mount) therefore reaches the same lock; a symbolic link at the object's
+// own name is resolved first, so a write through it takes the lock beside
+// the file it points at and replaces that file, not the link. Hard links
+// are not recognised: a second name for the same file is another object,
+// and the first write through either name separates them. Taking the lock honours the
 // context: it is tried without blocking and retried with a short backoff
 // until the context ends. Delete removes the lock file while holding it; a
 // writer that then gets the lock on the removed file notices and starts
@@ -44,9 +53,9 @@
 // data. A crash at any point leaves the old object or the new one whole,
 // never the data of one with the attributes of the other: a reader that
 // finds data not matching the sidecar (by size and SHA-256) takes the lock
-// and rolls the pending file forward if it matches; otherwise the old
-// sidecar and data still stand. Delete removes the pending file, then the
-// data, syncs, and only then the sidecar.
+// and rolls the pending file forward if it matches (before the commit
+// point, the old sidecar and data still match each other). Delete removes
+// the pending file, then the data, syncs, and only then the sidecar.
 //
 // # Clocks
 //
@@ -59,12 +68,14 @@
 // # Shared and network directories
 //
 // Writes are atomic and exclusive across processes on one machine, on any
-// local file system with flock and atomic rename. On NFS, flock is emulated
-// with byte-range locks (Linux 2.6.12 and later) and rename is atomic on
-// the server, but the store relies on every client's locks reaching the
-// same server and on close-to-open consistency; it promises nothing where
-// locks are not shared (some SMB mounts, NFS with "nolock" or "local_lock",
-// FUSE file systems without lock support, synced folders).
+// local file system with flock and atomic rename. On NFS, Linux emulates
+// flock with byte-range locks that the server arbitrates (since 2.6.12) and
+// rename is atomic on the server, so writers on different machines exclude
+// each other too; reads without the lock rely on close-to-open consistency,
+// NFS's default (not with "nocto"). The store promises nothing where locks
+// are not shared between machines (NFS with "nolock" or "local_lock", some
+// SMB and FUSE mounts, synced folders such as Dropbox). Machines sharing a
+// directory never compare their clocks (see Clocks).
 //
 // As in any file system, a key cannot be both an object and a directory:
 // while "a/b" exists, creating "a" fails with providers.ErrInvalidKey, and
