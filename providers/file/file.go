@@ -128,7 +128,10 @@ type sidecar struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Inode and MtimeNs identify the data file the write renamed into
 	// place, so that a reader can recognise it without hashing it.
-	Inode   uint64 `json:"inode,omitempty"`
+	Inode uint64 `json:"inode,omitempty"`
+	// Pending names the file in the object's directory that holds this
+	// version's data until it is renamed into place.
+	Pending string `json:"pending,omitempty"`
 	MtimeNs int64  `json:"mtime_ns,omitempty"`
 }
 
@@ -523,7 +526,11 @@ func settle(f paths) (*object, error) {
 		if ok {
 			return fromSidecar(f.key, sc, d), nil
 		}
-		pd, err := openData(f.pending)
+		pending := f.pending
+		if p := sc.Pending; strings.HasPrefix(p, reserved+"-pending") && !strings.ContainsRune(p, filepath.Separator) {
+			pending = filepath.Join(f.dir, p)
+		}
+		pd, err := openData(pending)
 		if err != nil {
 			d.close()
 			return nil, err
@@ -539,7 +546,7 @@ func settle(f paths) (*object, error) {
 		if ok {
 			// Committed but not yet in place: roll forward.
 			d.close()
-			if err := os.Rename(f.pending, f.data); err != nil {
+			if err := os.Rename(pending, f.data); err != nil {
 				pd.close()
 				return nil, err
 			}
@@ -712,6 +719,13 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata
 func (s *Store) commit(f paths, data []byte, sc *sidecar) error {
 	sum := sha256.Sum256(data)
 	sc.SHA256 = hex.EncodeToString(sum[:])
+	if !safeguards.PathLock.Load() {
+		// Writers under different locks must not share these files
+		// (earlier releases gave each write its own temporary file).
+		u := "." + rand.Text()
+		f.pending, f.attrsNew = f.pending+u, f.attrsNew+u
+	}
+	sc.Pending = filepath.Base(f.pending)
 	fi, err := writeSynced(f.pending, data)
 	if err != nil {
 		return err
