@@ -338,3 +338,36 @@ func TestHiddenFiles(t *testing.T) {
 		t.Errorf("list with a damaged sidecar: %+v, %v", page, err)
 	}
 }
+
+// One conditional write: three syncs (pending data, sidecar, directory).
+func BenchmarkReplace(b *testing.B) {
+	s, err := file.New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := s.Create(b.Context(), "k", []byte("x"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if res, err = s.Replace(b.Context(), "k", []byte("y"), nil, res.Version); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// One lock-free read of an object the store wrote.
+func BenchmarkGet(b *testing.B) {
+	s, err := file.New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Create(b.Context(), "k", []byte("x"), nil); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := s.Get(b.Context(), "k", 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

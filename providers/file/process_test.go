@@ -403,6 +403,17 @@ func TestLockHonoursContext(t *testing.T) {
 			return err
 		}},
 		{"delete", func(ctx context.Context) error { return s.Delete(ctx, key, res.Version) }},
+		// Data that no longer matches its sidecar sends a read to the lock.
+		{"get", func(ctx context.Context) error {
+			if b, err := os.ReadFile(filepath.Join(dir, "jobs", "nightly")); err != nil || string(b) != "v1" {
+				t.Errorf("after the abandoned writes the file holds %q, %v; want v1", b, err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "jobs", "nightly"), []byte("edited"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Get(ctx, key, 0)
+			return err
+		}},
 	} {
 		// Ending the context while the operation waits, whenever that is.
 		ctx, cancel := context.WithTimeoutCause(t.Context(), 50*time.Millisecond, cause)
@@ -419,8 +430,10 @@ func TestLockHonoursContext(t *testing.T) {
 			t.Fatalf("%s still waiting for the lock 10 s after its context ended", op.name)
 		}
 	}
+	stdin.Close()
+	cmd.Wait()
 	o, err := s.Get(t.Context(), key, 0)
-	if err != nil || string(o.Data) != "v1" || o.Version != res.Version {
-		t.Errorf("after the abandoned writes: %+v, %v; want v1 unchanged", o, err)
+	if err != nil || string(o.Data) != "edited" || o.Version == res.Version {
+		t.Errorf("after the abandoned writes: %+v, %v; want the edited file, a plain file now", o, err)
 	}
 }
