@@ -296,11 +296,13 @@ func resolve(p string) string {
 // prune removes dir and its parents while they are empty, never the root
 // or anything outside it.
 func (s *Store) prune(dir string) {
-	below := func(d string) bool {
-		return strings.HasPrefix(d, s.root+string(filepath.Separator)) || strings.HasPrefix(d, s.real+string(filepath.Separator))
+	for d := dir; s.below(d) && os.Remove(d) == nil; d = filepath.Dir(d) {
 	}
-	for d := dir; below(d) && os.Remove(d) == nil; d = filepath.Dir(d) {
-	}
+}
+
+// below reports whether p lies under the store's root.
+func (s *Store) below(p string) bool {
+	return strings.HasPrefix(p, s.root+string(filepath.Separator)) || strings.HasPrefix(p, s.real+string(filepath.Separator))
 }
 
 // absent reports whether err from opening an object's file means there is
@@ -657,7 +659,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte, metadata ma
 			return &providers.Error{Op: "create", Key: key, Err: err}
 		case !fi.IsDir():
 			return providers.Wrap("create", key, fmt.Errorf("%w: %s is not a regular file", providers.ErrInvalidKey, f.data), nil)
-		case os.Remove(f.data) == nil: // an empty directory left behind is no object
+		case s.below(f.data) && os.Remove(f.data) == nil: // an empty directory left behind is no object
 			return nil
 		default:
 			return providers.Wrap("create", key, fmt.Errorf("%w: a directory holds keys under %q", providers.ErrInvalidKey, key+"/"), nil)
