@@ -11,8 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/internal/safeguards"
+	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers/faulty"
 )
 
