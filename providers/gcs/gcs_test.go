@@ -115,7 +115,9 @@ var ops = map[string]func(ctx context.Context, s *providers.Bucket) error{
 		_, err := s.Replace(ctx, testKey, []byte("hello"), nil, "1700000000000001")
 		return err
 	},
-	"delete": func(ctx context.Context, s *providers.Bucket) error { return s.Delete(ctx, testKey, "1700000000000001") },
+	"delete": func(ctx context.Context, s *providers.Bucket) error {
+		return s.Delete(ctx, testKey, "1700000000000001")
+	},
 	"list": func(ctx context.Context, s *providers.Bucket) error {
 		_, err := s.List(ctx, testKey, "", 10)
 		return err
