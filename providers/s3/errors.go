@@ -125,6 +125,16 @@ func (s *Store) mapError(op, key string, req request, err error) error {
 	case req == write && (a.status >= 500 || a.status < 300 && (a.noReply || a.ctxErr)):
 		sentinel = providers.ErrUnknownOutcome
 	}
+	// The SDK's message names the operation, request and host IDs before
+	// the store's answer; the answer is what a reader needs.
+	var ae smithy.APIError
+	if a.status != 0 && errors.As(err, &ae) {
+		summary := fmt.Sprintf("%d %s", a.status, ae.ErrorCode())
+		if m := ae.ErrorMessage(); m != "" {
+			summary += ": " + m
+		}
+		err = providers.Native(summary, err)
+	}
 	if sentinel == nil {
 		return &providers.Error{Op: op, Key: key, Err: err}
 	}
