@@ -33,6 +33,12 @@ func (s *Store) mapErr(ctx context.Context, slot *replySlot, op, key string, err
 	if ge != nil && ge.Body != "" {
 		body = ge.Body
 	}
+	// fake-gcs-server says "Not Found" for a missing bucket and a missing
+	// object alike: until the bucket is known to exist, look it up once.
+	var lookup error
+	if notFound && !s.seen.Load() && !notAPI(op, body) && !bucketMissing(body) && op != "create" && op != "list" {
+		lookup = s.lookUpBucket(ctx)
+	}
 
 	var sentinel error
 	switch {
@@ -56,7 +62,7 @@ func (s *Store) mapErr(ctx context.Context, slot *replySlot, op, key string, err
 	// API root (an endpoint without /storage/v1/, or fake-gcs-server
 	// without -public-host for XML reads). Taken for a missing object, it
 	// would hide an existing one.
-	case notFound && notAPI(body):
+	case notFound && notAPI(op, body):
 		sentinel = fmt.Errorf("%w: bucket %q: the endpoint answered a page no Cloud Storage API serves (is the endpoint the JSON API root, …/storage/v1/?): %q",
 			providers.ErrWrongEndpoint, s.name, firstLine(body))
 	// GCS: 404 "The specified bucket does not exist." (JSON), NoSuchBucket
@@ -64,10 +70,9 @@ func (s *Store) mapErr(ctx context.Context, slot *replySlot, op, key string, err
 	// (fake-gcs-server says only "Not Found").
 	case notFound && (bucketMissing(body) || op == "create" || op == "list"):
 		sentinel = fmt.Errorf("%w: %q", providers.ErrNoBucket, s.name)
-	// fake-gcs-server says "Not Found" for a missing bucket and a missing
-	// object alike: until the bucket is known to exist, look it up once.
-	case notFound && !s.seen.Load() && s.lookUpBucket(ctx) == storage.ErrBucketNotExist:
-		sentinel = fmt.Errorf("%w: %q", providers.ErrNoBucket, s.name)
+	// The lookup found no bucket, or no API.
+	case lookup != nil:
+		sentinel = lookup
 	// GCS and fake-gcs-server: 404 on a conditional replace or on a delete
 	// naming a generation: the object, or that generation, is gone.
 	case notFound && write:
@@ -95,17 +100,22 @@ func (s *Store) mapErr(ctx context.Context, slot *replySlot, op, key string, err
 }
 
 // lookUpBucket reads the bucket's metadata and notes that it exists. It
-// returns storage.ErrBucketNotExist if it does not, nil if it does, and
-// another error if the lookup itself failed.
+// returns an error matching ErrNoBucket if it does not, ErrWrongEndpoint if
+// the answer came from no API, and nil if the bucket exists or the lookup
+// itself failed (the original answer then stands).
 func (s *Store) lookUpBucket(ctx context.Context) error {
+	ctx, slot := withReplySlot(ctx)
 	_, err := s.bucket.Attrs(ctx)
-	if err == nil {
+	switch {
+	case err == nil:
 		s.seen.Store(true)
+	case errors.Is(err, storage.ErrBucketNotExist) && notAPI("lookup", slot.errorBody()):
+		return fmt.Errorf("%w: bucket %q: the endpoint answered a page no Cloud Storage API serves (is the endpoint the JSON API root, …/storage/v1/?): %q",
+			providers.ErrWrongEndpoint, s.name, firstLine(slot.errorBody()))
+	case errors.Is(err, storage.ErrBucketNotExist):
+		return fmt.Errorf("%w: %q", providers.ErrNoBucket, s.name)
 	}
-	if errors.Is(err, storage.ErrBucketNotExist) {
-		return storage.ErrBucketNotExist
-	}
-	return err
+	return nil
 }
 
 // bucketMissing reports GCS's answer for a bucket that does not exist, which
@@ -116,14 +126,19 @@ func bucketMissing(body string) bool {
 		strings.Contains(body, "<Code>NoSuchBucket</Code>")
 }
 
-// notAPI reports a 404 body that neither API of Cloud Storage (JSON errors,
-// XML errors) nor fake-gcs-server (a bare "Not Found") sends: Go's "404 page
-// not found", or an HTML page from a front end.
-func notAPI(body string) bool {
+// notAPI reports a 404 body that Cloud Storage would not send for op: every
+// call but a read goes to the JSON API, which answers JSON errors; a read's
+// media download may also answer an XML error or, on fake-gcs-server, a bare
+// "Not Found". Anything else (Go's "404 page not found", an HTML page from a
+// front end, fake-gcs-server's "Not Found" to a JSON call sent to its XML
+// paths) comes from something that is not the API.
+func notAPI(op, body string) bool {
 	b := strings.TrimSpace(body)
 	switch {
-	case b == "", b == "Not Found", strings.HasPrefix(b, "{"), strings.HasPrefix(b, "<?xml"), strings.HasPrefix(b, "<Error"):
+	case b == "", strings.HasPrefix(b, "{"):
 		return false
+	case op == "get":
+		return b != "Not Found" && !strings.HasPrefix(b, "<?xml") && !strings.HasPrefix(b, "<Error")
 	}
 	return true
 }

@@ -192,8 +192,14 @@ func TestErrorMapping(t *testing.T) {
 			f := newFakeGCS(t, func(w http.ResponseWriter, r *http.Request) {
 				// The bucket lookup a bare 404 leads to finds the bucket,
 				// unless the case is about a missing one.
-				if r.URL.Path == "/storage/v1/b/"+testBucket && !tt.bucket {
-					bucketJSON(w, r)
+				// fake-gcs-server's JSON API answers JSON, also for a
+				// missing bucket.
+				if r.URL.Path == "/storage/v1/b/"+testBucket {
+					if tt.bucket {
+						gcsError(404, "notFound", "Not Found")(w, r)
+					} else {
+						bucketJSON(w, r)
+					}
 					return
 				}
 				tt.answer(w, r)
