@@ -116,7 +116,27 @@ func TestAzblobConformance(t *testing.T) {
 		providertest.Run(t, providertest.Config{Store: s, Prefix: key + a.prefix + "open/"})
 	})
 	t.Run("New", func(t *testing.T) {
-		providertest.Run(t, providertest.Config{Store: a.store(t, nil), Prefix: a.prefix + "new/"})
+		providertest.Run(t, providertest.Config{
+			Store:         a.store(t, nil),
+			Prefix:        a.prefix + "new/",
+			MissingBucket: azblob.New(a.client(t, randomName(), nil)),
+			As: &providertest.AsCheck{
+				Store: func(s providers.Store) error {
+					var c *container.Client
+					if !s.As(&c) || c == nil {
+						return errors.New("As(**container.Client) did not reach the client")
+					}
+					return nil
+				},
+				Error: func(err error) error {
+					var re *azcore.ResponseError
+					if !errors.As(err, &re) || re.StatusCode != 404 {
+						return errors.New("errors.As did not reach a 404 *azcore.ResponseError")
+					}
+					return nil
+				},
+			},
+		})
 	})
 }
 

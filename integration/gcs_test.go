@@ -116,7 +116,24 @@ func TestGCSConformance(t *testing.T) {
 	})
 	// A client built by the user reads through the XML API, the SDK's default.
 	t.Run("New", func(t *testing.T) {
-		providertest.Run(t, gcsConformanceConfig(g, gcs.New(g.client(t, nil), g.bucket), "new/"))
+		cfg := gcsConformanceConfig(g, gcs.New(g.client(t, nil), g.bucket), "new/")
+		cfg.MissingBucket = gcs.New(g.client(t, nil), randomName())
+		cfg.As = &providertest.AsCheck{
+			Store: func(s providers.Store) error {
+				var c *storage.Client
+				if !s.As(&c) || c == nil {
+					return errors.New("As(**storage.Client) did not reach the client")
+				}
+				return nil
+			},
+			Error: func(err error) error {
+				if !errors.Is(err, storage.ErrObjectNotExist) {
+					return errors.New("the SDK's storage.ErrObjectNotExist is not in the chain")
+				}
+				return nil
+			},
+		}
+		providertest.Run(t, cfg)
 	})
 }
 

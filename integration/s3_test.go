@@ -187,7 +187,27 @@ func TestS3Conformance(t *testing.T) {
 		providertest.Run(t, providertest.Config{Store: st, Prefix: target.prefix + "open/"})
 	})
 	t.Run("New", func(t *testing.T) {
-		providertest.Run(t, providertest.Config{Store: target.store(t, nil), Prefix: target.prefix + "new/"})
+		providertest.Run(t, providertest.Config{
+			Store:         target.store(t, nil),
+			Prefix:        target.prefix + "new/",
+			MissingBucket: s3.New(target.client(t, nil), randomName()),
+			As: &providertest.AsCheck{
+				Store: func(s providers.Store) error {
+					var c *s3sdk.Client
+					if !s.As(&c) || c == nil {
+						return errors.New("As(**s3.Client) did not reach the client")
+					}
+					return nil
+				},
+				Error: func(err error) error {
+					var re *smithyhttp.ResponseError
+					if !errors.As(err, &re) || re.HTTPStatusCode() != 404 {
+						return errors.New("errors.As did not reach a 404 *smithyhttp.ResponseError")
+					}
+					return nil
+				},
+			},
+		})
 	})
 }
 
