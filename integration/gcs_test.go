@@ -488,8 +488,9 @@ func (h hookRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	return h.base.RoundTrip(req)
 }
 
-// Get reads attributes, then the bytes of that generation. An object
-// replaced in between is read again, never reported missing.
+// Get takes the bytes and the generation from one reply: an object
+// replaced just before the read is read whole at its new version, never
+// reported missing and never mixed with the old version.
 func TestGCSGetWhileReplaced(t *testing.T) {
 	g := newGCSTarget(t)
 	ctx := t.Context()
