@@ -240,9 +240,14 @@ func checkMetadataName(k string) error {
 }
 
 // wrap names op and key in a driver's error, unless the driver did already.
+// A message that spans lines (some SDKs append the reply body) is put on
+// one, so that logs and the CLI show one line per failure.
 func wrap(op, key string, err error) error {
 	if pe, ok := err.(*Error); ok {
 		return pe
+	}
+	if msg := err.Error(); strings.ContainsAny(msg, "\r\n") {
+		err = Native(strings.Join(strings.Fields(msg), " "), err)
 	}
 	return &Error{Op: op, Key: key, Err: err}
 }

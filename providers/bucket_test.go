@@ -3,6 +3,7 @@ package providers_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -126,6 +127,15 @@ func TestBucketWrapsAndNormalises(t *testing.T) {
 	_, err = b.Stat(t.Context(), "k")
 	if got := err.Error(); strings.Count(got, `"k"`) != 1 {
 		t.Errorf("stat: %q names the key more than once", got)
+	}
+
+	// A multi-line native message is put on one line; the native error
+	// stays reachable.
+	native := errors.New("googleapi: got HTTP response code 404 with body: Not Found\n")
+	d.err = fmt.Errorf("%w: %w", providers.ErrNotFound, native)
+	_, err = b.Get(t.Context(), "k", 0)
+	if strings.Contains(err.Error(), "\n") || !errors.Is(err, native) || !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("get: %q, want one line that keeps the native error and the sentinel", err)
 	}
 
 	d.err, d.body, d.size = nil, "abc", 3

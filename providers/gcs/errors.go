@@ -63,8 +63,12 @@ func (s *Store) mapErr(ctx context.Context, slot *replySlot, op, key string, err
 	// without -public-host for XML reads). Taken for a missing object, it
 	// would hide an existing one.
 	case notFound && notAPI(op, body):
-		sentinel = fmt.Errorf("%w: bucket %q: the endpoint answered a page no Cloud Storage API serves (is the endpoint the JSON API root, …/storage/v1/?): %q",
-			providers.ErrWrongEndpoint, s.name, firstLine(body))
+		hint := "is the endpoint the JSON API root, …/storage/v1/?"
+		if op == "get" {
+			hint = "fake-gcs-server serves XML reads only with -public-host set to its address"
+		}
+		sentinel = fmt.Errorf("%w: bucket %q: the endpoint answered a page no Cloud Storage API serves (%s): %q",
+			providers.ErrWrongEndpoint, s.name, hint, firstLine(body))
 	// GCS: 404 "The specified bucket does not exist." (JSON), NoSuchBucket
 	// (XML read); a create or a listing cannot 404 for any other reason
 	// (fake-gcs-server says only "Not Found").

@@ -27,7 +27,10 @@
 // metadata server on Google Cloud. An endpoint without a path (as
 // http://127.0.0.1:4443) means the JSON API root below it (/storage/v1/).
 // A store from the opener reads objects through the XML API (the SDK's
-// default), bounds a read to three attempts (the SDK's default
+// default) from GCS, and through the JSON API from an emulator
+// (STORAGE_EMULATOR_HOST, or an http:// endpoint: fake-gcs-server serves XML
+// reads only with -public-host, and sends metadata either way), bounds a
+// read to three attempts (the SDK's default
 // retries until the context ends, which against a store that is down is
 // for ever), and closes its client on Close; a store from New leaves the
 // client, and its retry policy, to its owner.

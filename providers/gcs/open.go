@@ -79,13 +79,19 @@ const readAttempts = 3
 // newClient builds a client whose transport records response dates and
 // error replies. With an endpoint or STORAGE_EMULATOR_HOST it sends no
 // credentials; otherwise it authenticates with Application Default
-// Credentials. Objects are read through the XML API, whose replies carry
-// custom metadata.
+// Credentials. Against GCS objects are read through the XML API, whose
+// replies carry custom metadata (the JSON API's do not); against an
+// emulator (STORAGE_EMULATOR_HOST, or an http:// endpoint) through the JSON
+// API, which fake-gcs-server serves whatever its -public-host and which
+// there carries metadata too.
 func newClient(ctx context.Context, endpoint string) (*storage.Client, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 100 // as the SDK's own transport does for GCS
 	rt := DateTransport(base)
 	var opts []option.ClientOption
+	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || strings.HasPrefix(endpoint, "http://") {
+		opts = append(opts, storage.WithJSONReads())
+	}
 	if endpoint != "" || os.Getenv("STORAGE_EMULATOR_HOST") != "" {
 		opts = append(opts, option.WithoutAuthentication())
 		if endpoint != "" {
