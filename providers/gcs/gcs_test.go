@@ -167,6 +167,7 @@ func TestErrorMapping(t *testing.T) {
 		// Not the API: an endpoint without /storage/v1/ reaches Go's 404
 		// page on fake-gcs-server, an HTML page on Google's front end.
 		{"stat wrong endpoint", "stat", plain404("404 page not found"), providers.ErrWrongEndpoint, 404, false},
+		{"get wrong endpoint", "get", plain404("404 page not found"), providers.ErrWrongEndpoint, 0, false},
 		{"create wrong endpoint", "create", plain404("404 page not found"), providers.ErrWrongEndpoint, 404, false},
 		{"list wrong endpoint", "list", htmlPage404, providers.ErrWrongEndpoint, 404, false},
 		// Credentials and IAM.
