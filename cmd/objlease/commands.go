@@ -103,7 +103,7 @@ func (c *cli) releaseCmd(fs *flagSet) action {
 		defer cl.Store().Close()
 		err = cl.Release(ctx)
 		if errors.Is(err, providers.ErrNotFound) {
-			return opErr("release", url, fmt.Errorf("%w %q", errNoLease, cl.Key()))
+			return opErr("release", url, noLease(cl.Key()))
 		}
 		return opErr("release", url, err)
 	}
@@ -167,9 +167,9 @@ func (c *cli) breakCmd(fs *flagSet) action {
 		}
 		switch out.PrevState {
 		case string(objlease.StateHeld):
-			c.log.Warn(fmt.Sprintf("lease %s broken: it was held by %s (token %d); new token %d", key, out.PrevHold, out.PrevToken, out.Token))
+			c.log.Warn(fmt.Sprintf("broke the lease at %q, held by %s (token %d); new token %d", key, out.PrevHold, out.PrevToken, out.Token))
 		default:
-			c.log.Warn(fmt.Sprintf("lease %s broken: it was %s; new token %d", key, out.PrevState, out.Token))
+			c.log.Warn(fmt.Sprintf("broke the lease at %q, which was %s; new token %d", key, out.PrevState, out.Token))
 		}
 		if *asJSON {
 			return c.printJSON(out)
@@ -236,7 +236,7 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 			return opErr("inspect", url, err)
 		}
 		if st.Record == nil {
-			return opErr("inspect", url, fmt.Errorf("%w %q", errNoLease, st.Key))
+			return opErr("inspect", url, noLease(st.Key))
 		}
 		r := st.Record
 		age, clock := recordAge(st.Attrs, r)

@@ -114,6 +114,8 @@ type tagged struct {
 func (t *tagged) Error() string { return t.msg }
 func (t *tagged) Unwrap() error { return t.sentinel }
 
+func noLease(key string) error { return &tagged{fmt.Sprintf("no lease at %q", key), errNoLease} }
+
 func usagef(format string, args ...any) error {
 	return &tagged{fmt.Sprintf(format, args...), errUsage}
 }
@@ -152,9 +154,12 @@ func reason(err error, rawURL string) string {
 	var pe *providers.Error
 	var ne *net.OpError
 	var in interrupt
+	var te *timeoutError
 	switch {
 	case errors.As(err, &in):
 		return in.Error()
+	case errors.As(err, &te):
+		return te.cause.Error() + ": " + reason(te.held, rawURL)
 	case errors.As(err, &held):
 		return fmt.Sprintf("held by %q (token %d); this observer could take it over in %v at the earliest, if its holder stops renewing",
 			held.Holder, held.Token, roundDuration(held.Wait))
@@ -237,11 +242,15 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	b.WriteString(r.Message)
 	var extra []string
 	add := func(a slog.Attr) bool {
-		if err, ok := a.Value.Any().(error); ok && a.Key == "err" {
+		if err, ok := a.Value.Any().(error); ok {
+			msg := reason(err, "")
 			if *h.verbose {
-				b.WriteString(": " + err.Error())
+				msg = err.Error()
+			}
+			if a.Key == "err" {
+				b.WriteString(": " + msg)
 			} else {
-				b.WriteString(": " + reason(err, ""))
+				extra = append(extra, a.Key+"="+quoteIfNeeded(msg))
 			}
 			return true
 		}

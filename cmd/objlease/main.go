@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	_ "github.com/objlease/objlease/providers/all"
 )
 
 func main() {

@@ -127,7 +127,7 @@ func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace tim
 			c.signal(cmd, s)
 		case <-lost:
 			lost = nil
-			c.log.Error(fmt.Sprintf("lease lost: %s; sending SIGTERM to the command (SIGKILL after --grace %v)", reason(l.Err(), url), grace))
+			c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", reason(l.Err(), url), grace))
 			c.signal(cmd, syscall.SIGTERM)
 			t := time.NewTimer(grace)
 			defer t.Stop()

@@ -112,7 +112,7 @@ func TestRunKillsAfterGrace(t *testing.T) {
 	if term < 0 || kill < term {
 		t.Errorf("stderr does not show SIGTERM then SIGKILL:\n%s", log)
 	}
-	if !strings.Contains(log, `status="signal: killed"`) {
+	if !strings.Contains(log, "command stopped (signal: killed)") {
 		t.Errorf("stderr does not show the command killed by SIGKILL:\n%s", log)
 	}
 	// run reaped the command, so its pid names no process, not even a zombie.

@@ -81,8 +81,17 @@ func waitEnded(ctx context.Context, last *objlease.HeldError) error {
 	if _, ok := interrupted(ctx); ok || last == nil {
 		return cause
 	}
-	return fmt.Errorf("%w: %w", cause, last)
+	return &timeoutError{cause, last}
 }
+
+// timeoutError is a wait that --timeout ended, with who held the lease.
+type timeoutError struct {
+	cause error
+	held  *objlease.HeldError
+}
+
+func (e *timeoutError) Error() string   { return e.cause.Error() + ": " + e.held.Error() }
+func (e *timeoutError) Unwrap() []error { return []error{e.cause, e.held} }
 
 // permanent reports errors that waiting will not cure.
 func permanent(err error) bool {
