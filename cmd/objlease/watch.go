@@ -69,6 +69,7 @@ type tracker struct {
 	drift    float64
 	renewals bool
 	prefix   bool // skip objects that are not lease records
+	started  bool // the first poll is over: what appears now is new
 	seen     map[string]*sighting
 }
 
@@ -90,8 +91,8 @@ func (t *tracker) observe(now time.Time, key, version string, rec *objlease.Reco
 		return nil
 	}
 	cur := &sighting{version: version, rec: rec, notLease: notLease, since: now}
-	if version == "" {
-		delete(t.seen, key)
+	if version == "" && t.prefix {
+		delete(t.seen, key) // listed no more; a list does not name absent keys
 	} else {
 		t.seen[key] = cur
 	}
@@ -111,11 +112,13 @@ func (t *tracker) observe(now time.Time, key, version string, rec *objlease.Reco
 			return nil
 		}
 		ev.Event = "not-a-lease"
-	case !known:
+	case !known && !t.started:
 		if version == "" && t.prefix {
 			return nil
 		}
 		ev.Event = "observed"
+	case !known && version == "":
+		return nil
 	case version == "":
 		if p == nil && t.prefix {
 			return nil
@@ -229,6 +232,9 @@ type watcher struct {
 func (w *watcher) run(ctx context.Context, poll time.Duration) error {
 	for {
 		err := w.poll(ctx)
+		if err == nil {
+			w.t.started = true
+		}
 		switch {
 		case ctx.Err() != nil:
 			return context.Cause(ctx)
