@@ -218,7 +218,7 @@ func (f *durationFlag) String() string {
 func (f *durationFlag) Set(s string) error {
 	d, err := parseDuration(s)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w; want %v to %v", err, f.min, f.max)
 	}
 	if d < f.min || d > f.max {
 		return fmt.Errorf("%v is out of range: want %v to %v", d, f.min, f.max)
