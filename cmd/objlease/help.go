@@ -188,7 +188,13 @@ func (c *cli) flagNames() map[string][]string {
 		fs := newFlagSet(cmd)
 		cmd.setup(c, fs)
 		names := []string{"--help"}
-		fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+		fs.VisitAll(func(f *flag.Flag) {
+			if len(f.Name) == 1 {
+				names = append(names, "-"+f.Name)
+			} else {
+				names = append(names, "--"+f.Name)
+			}
+		})
 		out[cmd.name] = names
 	}
 	return out
@@ -242,8 +248,10 @@ func (c *cli) fishCompletion() string {
 	fn := c.flagNames()
 	for _, name := range visibleCommands() {
 		for _, f := range fn[name] {
-			if strings.HasPrefix(f, "--") {
-				fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -l %s\n", name, strings.TrimPrefix(f, "--"))
+			if long, ok := strings.CutPrefix(f, "--"); ok {
+				fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -l %s\n", name, long)
+			} else {
+				fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -s %s\n", name, strings.TrimPrefix(f, "-"))
 			}
 		}
 	}
