@@ -442,6 +442,9 @@ func (c *cli) listRow(ctx context.Context, store providers.Store, key string) (*
 	age, clock := recordAge(obj.Attrs, r)
 	row := &listing{Key: key, State: string(r.State), Token: r.Token, Holder: r.Holder, TTLMillis: r.TTLMillis,
 		WrittenAt: r.WrittenAt, AgeMillis: age.Milliseconds(), AgeClock: clock, ExpiresInMs: (r.TTL() - age).Milliseconds()}
+	if r.State == objlease.StateReleased {
+		row.ExpiresInMs = 0 // free
+	}
 	if r.State == objlease.StateHeld && clock == "store" && age > r.TTL()+store.Properties().TimestampGranularity+lapseMargin {
 		row.State = "expired"
 	}

@@ -233,7 +233,14 @@ type lineHandler struct {
 
 func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
 
+// reportedByCommand are library messages the commands report themselves,
+// with what they did about it; shown only under -v.
+var reportedByCommand = map[string]bool{"lease lost": true}
+
 func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	if !*h.verbose && reportedByCommand[r.Message] {
+		return nil
+	}
 	var b strings.Builder
 	b.WriteString("objlease: ")
 	if r.Level >= slog.LevelWarn && r.Level < slog.LevelError {

@@ -37,9 +37,6 @@ func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) 
 	for {
 		l, err := cl.TryAcquire(ctx)
 		if err == nil {
-			if last != nil {
-				c.log.Debug("acquired", slog.Uint64("token", l.Token()))
-			}
 			return l, nil
 		}
 		if ctx.Err() != nil {
