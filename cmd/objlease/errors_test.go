@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -132,5 +133,18 @@ func TestHumanAge(t *testing.T) {
 	a := providers.Attrs{LastModified: now.Add(time.Second).Truncate(time.Second), StoreTime: now}
 	if age, clock := recordAge(a, &objlease.Record{}); age != 0 || clock != "store" {
 		t.Errorf("age %v by %s, want 0 by the store", age, clock)
+	}
+}
+
+// A list row keeps every field in JSON, zeros too: a fresh record's age is 0.
+func TestListingJSONKeepsZeros(t *testing.T) {
+	b, err := json.Marshal(listing{Key: "k", State: "held", Token: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{`"age_ms":0`, `"expires_in_ms":0`, `"holder":""`, `"ttl_ms":0`} {
+		if !strings.Contains(string(b), f) {
+			t.Errorf("%s lacks %s", b, f)
+		}
 	}
 }
