@@ -55,7 +55,7 @@ type SizeError struct {
 }
 
 func (e *SizeError) Error() string {
-	return fmt.Sprintf("semaphore %q: recorded size is %d slots, this process uses %d (every process must use the same size; change it with Resize)",
+	return fmt.Sprintf("semaphore %q: recorded size is %d slots, this process uses %d (every process must use the same size)",
 		e.Key, e.Recorded, e.Requested)
 }
 
