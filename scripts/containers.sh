@@ -290,11 +290,16 @@ images() {
 	image azurite "$azurite_image"
 }
 
+# leftovers: fails if any container or volume exists. A test binary that
+# died leaves its reaper a few seconds to remove its containers.
 leftovers() {
-	local c v
-	c=$(docker ps -a --format '{{.ID}} {{.Image}} {{.Status}} {{.Names}}')
-	v=$(docker volume ls -q)
-	[[ -z $c && -z $v ]] && return 0
+	local c v i
+	for i in $(seq 10); do
+		c=$(docker ps -a --format '{{.ID}} {{.Image}} {{.Status}} {{.Names}}')
+		v=$(docker volume ls -q)
+		[[ -z $c && -z $v ]] && return 0
+		sleep 1
+	done
 	[[ -z $c ]] || log "containers left behind:"$'\n'"$c"
 	[[ -z $v ]] || log "volumes left behind:"$'\n'"$v"
 	return 1
