@@ -2,6 +2,9 @@ package emulator
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -40,6 +43,29 @@ func TestNoEngineFailsInCIAndSkipsElsewhere(t *testing.T) {
 		v.check(err)
 		if v.how != want {
 			t.Errorf("CI=%q: no engine ended the test with %q, want %q", ci, v.how, want)
+		}
+	}
+}
+
+// The images the harness runs are the versions the scripts install and
+// build: a version bumped in one place only fails here.
+func TestImagesArePinnedInTheScripts(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", "scripts", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	build, install := read("containers.sh"), read("install-emulators.sh")
+	for _, image := range []string{versityGWImage, fakeGCSImage, azuriteImage} {
+		repo, tag, _ := strings.Cut(image, ":")
+		version := strings.TrimPrefix(tag, "v")
+		if !strings.Contains(build, repo+":") || !strings.Contains(build, "_version="+tag) && !strings.Contains(build, "_version=v"+tag) {
+			t.Errorf("scripts/containers.sh does not build %s", image)
+		}
+		if !strings.Contains(install, version) {
+			t.Errorf("scripts/install-emulators.sh does not install version %s of %s", version, repo)
 		}
 	}
 }
