@@ -143,8 +143,12 @@ for mode in $modes; do
 	case $mode in
 	process) step "tests on processes" integration process ;;
 	docker)
-		step "engine and images" engine_up
-		if [[ $docker_ready == true ]]; then
+		start=$SECONDS
+		if ! engine_up; then
+			summary+=" engine and images FAILED ($((SECONDS - start))s),"
+			failed=true
+		elif [[ $docker_ready == true ]]; then
+			summary+=" engine and images ok ($((SECONDS - start))s),"
 			step "tests in containers" integration docker
 			step "no containers left" bash "$repo/scripts/containers.sh" leftovers
 		fi
