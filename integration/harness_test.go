@@ -249,6 +249,30 @@ func TestPausedEmulatorHangs(t *testing.T) {
 	}
 }
 
+// Container mode must not fall back to local processes, nor process mode
+// start containers.
+func TestEmulatorsRunInTheAskedMode(t *testing.T) {
+	docker := os.Getenv("OBJLEASE_EMULATORS") == "docker"
+	for _, e := range privates {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			_, p := e.start(t)
+			id := p.ContainerID()
+			switch {
+			case docker && id == "":
+				t.Fatalf("OBJLEASE_EMULATORS=docker, but %s runs as a local process (pid %d)", p.Name(), p.Pid())
+			case !docker && id != "":
+				t.Fatalf("%s runs in container %s, but OBJLEASE_EMULATORS is not docker", p.Name(), id)
+			case !docker && parentPid(p.Pid()) != os.Getpid():
+				t.Fatalf("%s (pid %d) is not a child of the test binary", p.Name(), p.Pid())
+			}
+			if p.Pid() == 0 || !alive(p.Pid()) {
+				t.Fatalf("%s: pid %d does not run", p.Name(), p.Pid())
+			}
+		})
+	}
+}
+
 func TestPrefix(t *testing.T) {
 	a, b := emulator.Prefix(t), emulator.Prefix(t)
 	if a == b {
@@ -289,7 +313,9 @@ func (v *verdict) call(f func(testing.TB)) {
 	f(v)
 }
 
+// In container mode too: these are about local processes.
 func TestMissingEmulatorFailsInCIAndSkipsElsewhere(t *testing.T) {
+	t.Setenv("OBJLEASE_EMULATORS", "process")
 	t.Setenv("OBJLEASE_EMULATORS_DIR", t.TempDir())
 	for _, ci := range []string{"true", ""} {
 		t.Setenv("CI", ci)
@@ -303,6 +329,7 @@ func TestMissingEmulatorFailsInCIAndSkipsElsewhere(t *testing.T) {
 }
 
 func TestEmulatorThatDiesAtStartFailsWithItsLog(t *testing.T) {
+	t.Setenv("OBJLEASE_EMULATORS", "process")
 	dir := t.TempDir()
 	if err := os.Mkdir(dir+"/bin", 0o755); err != nil {
 		t.Fatal(err)
@@ -321,7 +348,8 @@ func TestEmulatorThatDiesAtStartFailsWithItsLog(t *testing.T) {
 
 // A test binary that dies without cleaning up must not leave its emulator
 // running. The test runs itself as a child that starts an emulator and
-// kills itself with SIGKILL.
+// kills itself with SIGKILL. A local process dies with it (Pdeathsig); a
+// container is removed by the reaper.
 func TestEmulatorDiesWithTestBinary(t *testing.T) {
 	if os.Getenv("OBJLEASE_HARNESS_CHILD") == "1" {
 		_, p := emulator.StartFakeGCS(t)
@@ -351,6 +379,21 @@ func TestEmulatorDiesWithTestBinary(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// parentPid is pid's parent process id, 0 if unknown.
+func parentPid(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Format: pid (comm) state ppid ...; comm may hold spaces.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // alive reports whether pid is a running (not zombie) process.

@@ -4,18 +4,32 @@
 #   1. scripts/install-emulators.sh (a no-op once they are installed);
 #   2. go vet and a gofmt check, in the root module and in integration/;
 #   3. go test -race -count=1 ./... in the root module;
-#   4. the same in integration/, against emulators the tests start
-#      themselves from $OBJLEASE_EMULATORS_DIR.
+#   4. the same in integration/ twice: against emulators the tests start as
+#      local processes from $OBJLEASE_EMULATORS_DIR, then against the same
+#      emulators as containers (OBJLEASE_EMULATORS=docker), with a Docker
+#      engine and images from scripts/containers.sh.
 #
 # Usage: ./scripts/test.sh [go test flags]
 #
-# Flags are passed to both go test runs, e.g. ./scripts/test.sh -run Lease -v
+# Flags are passed to every go test run, e.g. ./scripts/test.sh -run Lease
 # or -timeout 30m. Every step runs even if an earlier one failed (except a
 # failed install); the exit status is non-zero if any failed.
+#
+# OBJLEASE_EMULATORS=process or =docker runs the integration tests in that
+# mode only. Both integration runs must run, and skip, the same number of
+# tests, and after the container run no container or volume may be left.
+# With CI=true a missing emulator or engine fails the tests that need it
+# (the harness sees to that) and a machine where no engine can be had fails
+# the run; elsewhere those tests skip, or the container run is skipped, and
+# the summary says so. A dockerd this script started is stopped at the end.
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export OBJLEASE_EMULATORS_DIR=${OBJLEASE_EMULATORS_DIR:-$repo/.cache/emulators}
+logs=$repo/.cache/test-logs
+mkdir -p "$logs"
+modes=${OBJLEASE_EMULATORS:-process docker}
+unset OBJLEASE_EMULATORS
 
 log() { echo "test.sh: $*" >&2; }
 
@@ -61,14 +75,97 @@ module() {
 	cd "$dir" || return 1
 	step vet go vet ./...
 	step gofmt gofmt_check "$dir" "$@"
-	step test go test -race -count=1 "${test_flags[@]}" ./...
+	if [[ $dir == "$repo" ]]; then
+		step test go test -race -count=1 "${test_flags[@]}" ./...
+	fi
 	results+=("$name:${summary%,}")
 }
 
+# counts LOG: "P passed, S skipped, F failed" from go test -v output
+# (subtests included).
+count() { grep -cE "^ *--- $1: " "$2"; }
+counts() {
+	echo "$(count PASS "$1") passed, $(count SKIP "$1") skipped, $(count FAIL "$1") failed"
+}
+
+# integration MODE: go test -v in integration/ with OBJLEASE_EMULATORS=MODE;
+# the full output goes to $logs/integration-MODE.log, the terminal gets it
+# without the per-test progress lines.
+integration() {
+	local mode=$1 log=$logs/integration-$1.log
+	(cd "$repo/integration" && OBJLEASE_EMULATORS=$mode go test -race -count=1 -v "${test_flags[@]}" ./...) 2>&1 |
+		tee "$log" | grep -vE '^ *(=== (RUN|PAUSE|CONT|NAME) |--- PASS: )'
+	local rc=${PIPESTATUS[0]}
+	ran[$mode]=$(($(count PASS "$log") + $(count SKIP "$log") + $(count FAIL "$log")))
+	skipped[$mode]=$(count SKIP "$log")
+	log "integration on $mode: $(counts "$log") (log: $log)"
+	return "$rc"
+}
+
+# engine_up: a Docker engine (DOCKER_HOST exported) and the images.
+engine_started=""
+docker_ready=false
+engine_up() {
+	local env
+	if ! env=$(bash "$repo/scripts/containers.sh" up); then
+		if [[ ${CI:-} == true ]]; then
+			log "FAILED: no Docker engine and images for the container run"
+			return 1
+		fi
+		log "SKIPPING the container run: no Docker engine (see above); with CI=true this fails"
+		skipped_docker=true
+		return 0
+	fi
+	eval "$env"
+	[[ ${OBJLEASE_ENGINE_STARTED:-} == 1 ]] && engine_started=1
+	docker_ready=true
+}
+
+stop_engine() {
+	if [[ -n $engine_started ]]; then
+		bash "$repo/scripts/containers.sh" down
+		engine_started=""
+	fi
+}
+trap stop_engine EXIT
+
 test_flags=("$@")
 results=()
+declare -A ran skipped
+skipped_docker=false
 module "root module" "$repo" integration
+summary=""
 module "integration module" "$repo/integration"
+summary=""
+for mode in $modes; do
+	case $mode in
+	process) step "tests on processes" integration process ;;
+	docker)
+		start=$SECONDS
+		if ! engine_up; then
+			summary+=" engine and images FAILED ($((SECONDS - start))s),"
+			failed=true
+		elif [[ $docker_ready == true ]]; then
+			summary+=" engine and images ok ($((SECONDS - start))s),"
+			step "tests in containers" integration docker
+			step "no containers left" bash "$repo/scripts/containers.sh" leftovers
+		fi
+		;;
+	*) log "FAILED: OBJLEASE_EMULATORS=$mode: want process or docker"; failed=true ;;
+	esac
+done
+if [[ -n ${ran[process]:-} && -n ${ran[docker]:-} ]]; then
+	log "tests run: ${ran[process]} on processes (${skipped[process]} skipped), ${ran[docker]} in containers (${skipped[docker]} skipped)"
+	if [[ ${ran[process]} != "${ran[docker]}" || ${skipped[process]} != "${skipped[docker]}" ]]; then
+		summary+=" same tests in both modes FAILED (${ran[process]} vs ${ran[docker]} run, ${skipped[process]} vs ${skipped[docker]} skipped),"
+		failed=true
+	else
+		summary+=" same tests in both modes ok (${ran[docker]}),"
+	fi
+fi
+[[ $skipped_docker == true ]] && summary+=" tests in containers SKIPPED (no engine),"
+results+=("integration tests:${summary%,}")
+stop_engine
 
 for r in "${results[@]}"; do log "$r"; done
 if [[ $failed == true ]]; then

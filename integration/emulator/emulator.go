@@ -45,7 +45,7 @@ const (
 // binary, starting it on first use.
 func VersityGW(t testing.TB) *S3 {
 	t.Helper()
-	return sharedVGW.get(t, startVGW, vgwContainer)
+	return sharedVGW.get(t, startVGW)
 }
 
 // S3rver returns the shared s3rver instance: an S3 endpoint that accepts
@@ -53,19 +53,19 @@ func VersityGW(t testing.TB) *S3 {
 // without working preconditions is refused.
 func S3rver(t testing.TB) *S3 {
 	t.Helper()
-	return sharedS3rver.get(t, startS3rver, nil)
+	return sharedS3rver.get(t, startS3rver)
 }
 
 // FakeGCS returns the shared fake-gcs-server instance (memory backend).
 func FakeGCS(t testing.TB) *GCS {
 	t.Helper()
-	return sharedGCS.get(t, func(dir string) (*GCS, *Process, error) { return startFakeGCS(dir, false) }, fakeGCSContainer)
+	return sharedGCS.get(t, func(dir string) (*GCS, *Process, error) { return startFakeGCS(dir, false) })
 }
 
 // Azurite returns the shared Azurite instance (in-memory blob service).
 func Azurite(t testing.TB) *Azure {
 	t.Helper()
-	return sharedAzurite.get(t, func(dir string) (*Azure, *Process, error) { return startAzurite(dir, false) }, azuriteContainer)
+	return sharedAzurite.get(t, func(dir string) (*Azure, *Process, error) { return startAzurite(dir, false) })
 }
 
 // StartVersityGW starts a versitygw instance for the calling test alone, to
@@ -92,8 +92,8 @@ func StartAzurite(t testing.TB) (*Azure, *Process) {
 // StopAll stops every emulator the test binary started and removes the
 // shared instances' data. Call it from TestMain after m.Run.
 func StopAll() {
-	stopDocker()
 	stopLive()
+	stopDocker()
 	sharedDirsMu.Lock()
 	defer sharedDirsMu.Unlock()
 	for _, d := range sharedDirs {
@@ -140,21 +140,10 @@ var (
 	sharedDirs   []string // data directories of shared instances, removed by StopAll
 )
 
-// get returns the instance, starting it on first use: as a container if
-// container mode is on and the emulator has an image, else as a process.
-func (s *shared[T]) get(t testing.TB, start func(dir string) (*T, *Process, error), inContainer func() (*T, error)) *T {
+// get returns the instance, starting it on first use.
+func (s *shared[T]) get(t testing.TB, start func(dir string) (*T, *Process, error)) *T {
 	t.Helper()
 	s.once.Do(func() {
-		if inContainer != nil {
-			docker, why := useDocker()
-			if why != "" {
-				t.Log(why)
-			}
-			if docker {
-				s.val, s.err = inContainer()
-				return
-			}
-		}
 		dir, err := os.MkdirTemp("", "objlease-emulator-")
 		if err != nil {
 			s.err = err
@@ -173,18 +162,23 @@ func private[T any](t testing.TB, start func(dir string) (*T, *Process, error)) 
 	t.Helper()
 	v, p, err := start(t.TempDir())
 	check(t, err)
+	// Also after a panic in the test: cleanups run before the test binary
+	// dies.
 	t.Cleanup(p.stopForGood)
 	return v, p
 }
 
 // check fails the test on err, or skips it if an emulator is not installed
-// and this is not CI.
+// (or container mode has no engine) and this is not CI.
 func check(t testing.TB, err error) {
 	t.Helper()
-	var missing *missingError
+	var (
+		missing *missingError
+		engine  *engineError
+	)
 	switch {
 	case err == nil:
-	case errors.As(err, &missing) && os.Getenv("CI") != "true":
+	case (errors.As(err, &missing) || errors.As(err, &engine)) && os.Getenv("CI") != "true":
 		t.Skip(err)
 	default:
 		t.Fatal(err)

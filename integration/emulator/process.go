@@ -26,23 +26,46 @@ const (
 	bindAttempts = 3
 )
 
-// Process is one emulator running as a child process of the test binary.
-// Its port and data directory stay the same for its whole life, so Restart
-// brings back the same store with the same objects.
+// Process is one emulator instance: a child process of the test binary or,
+// in container mode, a container on the host's network. Its port (and data)
+// stay the same for its whole life, so Restart brings back the same store
+// with the same objects.
 type Process struct {
 	name    string
-	bin     string
 	argsFor func(port int) []string
-	env     []string
 	health  string // URL path polled for readiness
 	want200 bool   // health must answer 200, not just any status
 	port    int
 	dir     string
 	log     logBuffer
+	r       runner
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	up   bool            // started and not stopped since
+	done <-chan struct{} // closed when the running instance has exited
+}
+
+// runner runs an emulator's program: as a local process (procRunner) or
+// as a container (ctrRunner).
+type runner interface {
+	// start runs the program with args, or runs it again after stop;
+	// the channel is closed when it exits.
+	start(args []string) (<-chan struct{}, error)
+	// stop ends the program: SIGTERM, SIGKILL after stopGrace. It returns
+	// once the program has exited.
+	stop()
+	// pause freezes every thread of the program until resume, and returns
+	// once they are frozen.
+	pause()
+	resume()
+	pid() int
+	// logs is what the program wrote that Process.log does not hold.
+	logs() string
+	// remove releases what the runner holds once the program is stopped
+	// for good (a container is removed with its volumes).
+	remove()
+	// containerID is "" for a local process.
+	containerID() string
 }
 
 // Name is the emulator's name, for messages.
@@ -51,22 +74,27 @@ func (p *Process) Name() string { return p.name }
 // Port is the TCP port on 127.0.0.1 the emulator listens on.
 func (p *Process) Port() int { return p.port }
 
-// Pid is the emulator's process id, 0 while it is stopped.
+// Pid is the emulator's process id (on this machine, also for a container),
+// 0 while it is stopped.
 func (p *Process) Pid() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil {
+	if !p.up {
 		return 0
 	}
-	return p.cmd.Process.Pid
+	return p.r.pid()
 }
 
-// Dir is the emulator's data directory ("" if it keeps data in memory).
+// Dir is the emulator's data directory on this machine ("" if it keeps
+// data in memory or inside its container).
 func (p *Process) Dir() string { return p.dir }
 
+// ContainerID is the id of the emulator's container, "" for a local process.
+func (p *Process) ContainerID() string { return p.r.containerID() }
+
 // Log returns what the emulator wrote to stdout and stderr so far (the
-// last megabyte), across restarts.
-func (p *Process) Log() string { return p.log.String() }
+// last megabyte of a local process's), across restarts.
+func (p *Process) Log() string { return p.log.String() + p.r.logs() }
 
 // start runs the emulator on a fresh free port and waits until it answers,
 // retrying on a fresh port if it dies early (another process won the port).
@@ -81,6 +109,7 @@ func (p *Process) start() error {
 			track(p)
 			return nil
 		}
+		p.r.remove()
 		releasePort(p.port)
 		if !errors.Is(err, errExited) {
 			return err
@@ -92,31 +121,14 @@ func (p *Process) start() error {
 // errExited: the emulator exited before it answered.
 var errExited = errors.New("exited before it answered")
 
-// run starts the process on p.port and waits for readiness.
+// run starts the emulator on p.port and waits for readiness.
 func (p *Process) run() error {
-	cmd := exec.Command(p.bin, p.argsFor(p.port)...)
-	cmd.Env = append(os.Environ(), p.env...)
-	cmd.Dir = p.dir
-	if cmd.Dir == "" {
-		cmd.Dir = os.TempDir()
+	done, err := p.r.start(p.argsFor(p.port))
+	if err != nil {
+		return fmt.Errorf("start %s: %w\n%s log:\n%s", p.name, err, p.name, p.Log())
 	}
-	cmd.Stdout = &p.log
-	cmd.Stderr = &p.log
-	cmd.SysProcAttr = sysProcAttr()
-	// Wait must not hang on output pipes held open by a stray grandchild.
-	cmd.WaitDelay = stopGrace
-	fmt.Fprintf(&p.log, "--- start %s %s\n", p.bin, strings.Join(cmd.Args[1:], " "))
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", p.name, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		err := cmd.Wait()
-		fmt.Fprintf(&p.log, "--- %s exited: %v\n", p.name, err)
-		close(done)
-	}()
 	p.mu.Lock()
-	p.cmd, p.done = cmd, done
+	p.up = true
 	p.mu.Unlock()
 
 	if err := p.waitReady(done); err != nil {
@@ -153,13 +165,100 @@ func (p *Process) waitReady(done <-chan struct{}) error {
 	}
 }
 
-// Stop ends the emulator: SIGTERM to its process group, SIGKILL if it has
-// not exited after a grace period. Its port stays reserved for Restart.
+// Stop ends the emulator: SIGTERM, SIGKILL if it has not exited after a
+// grace period (also if it is paused). Its port stays reserved for Restart.
 func (p *Process) Stop() {
 	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.cmd = nil
+	up := p.up
+	p.up = false
 	p.mu.Unlock()
+	if up {
+		p.r.stop()
+	}
+}
+
+// Restart starts a stopped emulator again on the same port with the same
+// data and waits until it answers. It stops it first if needed.
+func (p *Process) Restart(t testing.TB) {
+	t.Helper()
+	p.Stop()
+	if err := p.run(); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+}
+
+// Pause freezes the emulator (SIGSTOP, or the cgroup freezer for a
+// container): connections are accepted by the kernel but nothing answers,
+// as with a store that hangs. It returns once the emulator is frozen.
+func (p *Process) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.up {
+		p.r.pause()
+	}
+}
+
+// Resume undoes Pause.
+func (p *Process) Resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.up {
+		p.r.resume()
+	}
+}
+
+// stopForGood stops the emulator, removes it and gives its port back.
+func (p *Process) stopForGood() {
+	p.Stop()
+	p.r.remove()
+	untrack(p)
+	releasePort(p.port)
+}
+
+// procRunner runs the emulator as a child process in its own process group.
+type procRunner struct {
+	name, bin, dir string
+	env            []string
+	log            *logBuffer
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (r *procRunner) start(args []string) (<-chan struct{}, error) {
+	cmd := exec.Command(r.bin, args...)
+	cmd.Env = append(os.Environ(), r.env...)
+	cmd.Dir = r.dir
+	if cmd.Dir == "" {
+		cmd.Dir = os.TempDir()
+	}
+	cmd.Stdout = r.log
+	cmd.Stderr = r.log
+	cmd.SysProcAttr = sysProcAttr()
+	// Wait must not hang on output pipes held open by a stray grandchild.
+	cmd.WaitDelay = stopGrace
+	fmt.Fprintf(r.log, "--- start %s %s\n", r.bin, strings.Join(args, " "))
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		fmt.Fprintf(r.log, "--- %s exited: %v\n", r.name, err)
+		close(done)
+	}()
+	r.mu.Lock()
+	r.cmd, r.done = cmd, done
+	r.mu.Unlock()
+	return done, nil
+}
+
+func (r *procRunner) stop() {
+	r.mu.Lock()
+	cmd, done := r.cmd, r.done
+	r.cmd = nil
+	r.mu.Unlock()
 	if cmd == nil {
 		return
 	}
@@ -169,53 +268,45 @@ func (p *Process) Stop() {
 	select {
 	case <-done:
 	case <-time.After(stopGrace):
-		fmt.Fprintf(&p.log, "--- %s ignored SIGTERM for %v, killing\n", p.name, stopGrace)
+		fmt.Fprintf(r.log, "--- %s ignored SIGTERM for %v, killing\n", r.name, stopGrace)
 	}
 	// Also reaps anything the emulator left behind in its group.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-done
 }
 
-// Restart starts a stopped emulator again on the same port with the same
-// data directory and waits until it answers. It stops it first if needed.
-func (p *Process) Restart(t testing.TB) {
-	t.Helper()
-	p.Stop()
-	if err := p.run(); err != nil {
-		t.Fatalf("restart: %v", err)
-	}
-}
-
-// Pause stops the emulator with SIGSTOP: connections are accepted by the
-// kernel but nothing answers, as with a store that hangs. It returns once
-// the emulator has stopped.
-func (p *Process) Pause() {
-	if pid := p.signal(syscall.SIGSTOP); pid != 0 {
+func (r *procRunner) pause() {
+	if pid := r.signal(syscall.SIGSTOP); pid != 0 {
 		waitStopped(pid)
 	}
 }
 
-// Resume undoes Pause with SIGCONT.
-func (p *Process) Resume() { p.signal(syscall.SIGCONT) }
+func (r *procRunner) resume() { r.signal(syscall.SIGCONT) }
 
 // signal sends sig to the emulator's process group and returns the
 // emulator's pid, or 0 if it is not running.
-func (p *Process) signal(sig syscall.Signal) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
+func (r *procRunner) signal(sig syscall.Signal) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
 		return 0
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-	return p.cmd.Process.Pid
+	_ = syscall.Kill(-r.cmd.Process.Pid, sig)
+	return r.cmd.Process.Pid
 }
 
-// stopForGood stops the emulator and gives its port back.
-func (p *Process) stopForGood() {
-	p.Stop()
-	untrack(p)
-	releasePort(p.port)
+func (r *procRunner) pid() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
 }
+
+func (r *procRunner) logs() string        { return "" }
+func (r *procRunner) remove()             {}
+func (r *procRunner) containerID() string { return "" }
 
 // Every Process started and not yet stopped for good, for StopAll.
 var (

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,22 +20,65 @@ import (
 // setupTimeout bounds creating a bucket on a fresh emulator.
 const setupTimeout = 30 * time.Second
 
+// program is how to run one emulator, as a local process or a container.
+type program struct {
+	name    string
+	bin     string // path under the emulators directory
+	image   string // "" if it has none: always a local process
+	env     []string
+	health  string // URL path polled for readiness
+	want200 bool   // health must answer 200, not just any status
+	// args is the command line for port, keeping data under dataDir.
+	args func(port int, dataDir string) []string
+	// ctrDir is dataDir inside the container; the image has it.
+	ctrDir string
+	// ctrCmd goes before args in the container's command, for an image
+	// whose entrypoint does not run the emulator.
+	ctrCmd []string
+}
+
+// launch starts prog on a fresh port: in container mode as a container of
+// its image, else as a local process keeping its data under dir.
+func launch(prog program, dir string) (*Process, error) {
+	p := &Process{name: prog.name, health: prog.health, want200: prog.want200}
+	docker := false
+	if prog.image != "" {
+		var err error
+		if docker, err = useDocker(); err != nil {
+			return nil, err
+		}
+	}
+	if docker {
+		p.r = newCtrRunner(prog.name, prog.image, prog.env, &p.log)
+		p.argsFor = func(port int) []string { return append(slices.Clone(prog.ctrCmd), prog.args(port, prog.ctrDir)...) }
+	} else {
+		bin, err := binary(prog.name, prog.bin)
+		if err != nil {
+			return nil, err
+		}
+		p.dir = dir
+		p.r = &procRunner{name: prog.name, bin: bin, dir: dir, env: prog.env, log: &p.log}
+		p.argsFor = func(port int) []string { return prog.args(port, dir) }
+	}
+	if err := p.start(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // startVGW runs versitygw with its posix backend rooted at dir; buckets are
 // directories there, so they survive a restart.
 func startVGW(dir string) (*S3, *Process, error) {
-	bin, err := binary("versitygw", "bin/versitygw")
-	if err != nil {
-		return nil, nil, err
-	}
-	p := &Process{
-		name: "versitygw", bin: bin, dir: dir, health: "/",
+	p, err := launch(program{
+		name: "versitygw", bin: "bin/versitygw", image: versityGWImage, health: "/",
 		env: []string{"ROOT_ACCESS_KEY_ID=" + vgwAccessKey, "ROOT_SECRET_ACCESS_KEY=" + vgwSecretKey},
-		argsFor: func(port int) []string {
+		args: func(port int, dataDir string) []string {
 			// Without --keep-alive every reply says Connection: close.
-			return []string{"--port", hostPort(port), "--keep-alive", "--quiet", "posix", dir}
+			return []string{"--port", hostPort(port), "--keep-alive", "--quiet", "posix", dataDir}
 		},
-	}
-	if err := p.start(); err != nil {
+		ctrDir: "/tmp/vgw",
+	}, dir)
+	if err != nil {
 		return nil, nil, err
 	}
 	s := &S3{Endpoint: "http://" + hostPort(p.port), Region: "us-east-1",
@@ -48,18 +92,14 @@ func startVGW(dir string) (*S3, *Process, error) {
 
 // startS3rver runs s3rver, which creates the bucket itself at startup.
 func startS3rver(dir string) (*S3, *Process, error) {
-	bin, err := binary("s3rver", "node_modules/.bin/s3rver")
-	if err != nil {
-		return nil, nil, err
-	}
-	p := &Process{
-		name: "s3rver", bin: bin, dir: dir, health: "/",
-		argsFor: func(port int) []string {
-			return []string{"-d", dir, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "--silent",
+	p, err := launch(program{
+		name: "s3rver", bin: "node_modules/.bin/s3rver", health: "/",
+		args: func(port int, dataDir string) []string {
+			return []string{"-d", dataDir, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "--silent",
 				"--configure-bucket", bucketName}
 		},
-	}
-	if err := p.start(); err != nil {
+	}, dir)
+	if err != nil {
 		return nil, nil, err
 	}
 	return &S3{Endpoint: "http://" + hostPort(p.port), Region: "us-east-1",
@@ -69,24 +109,22 @@ func startS3rver(dir string) (*S3, *Process, error) {
 // startFakeGCS runs fake-gcs-server, keeping objects in memory or, if
 // onDisk, under dir.
 func startFakeGCS(dir string, onDisk bool) (*GCS, *Process, error) {
-	bin, err := binary("fake-gcs-server", "bin/fake-gcs-server")
-	if err != nil {
-		return nil, nil, err
-	}
-	p := &Process{
-		name: "fake-gcs-server", bin: bin, dir: dir, health: "/_internal/healthcheck", want200: true,
-		argsFor: func(port int) []string {
+	p, err := launch(program{
+		name: "fake-gcs-server", bin: "bin/fake-gcs-server", image: fakeGCSImage,
+		health: "/_internal/healthcheck", want200: true,
+		args: func(port int, dataDir string) []string {
 			args := []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port),
 				// Without -public-host, reads through the XML API answer 404.
 				"-public-host", hostPort(port), "-external-url", "http://" + hostPort(port),
 				"-log-level", "warn"}
 			if onDisk {
-				return append(args, "-backend", "filesystem", "-filesystem-root", filepath.Join(dir, "storage"))
+				return append(args, "-backend", "filesystem", "-filesystem-root", path.Join(dataDir, "storage"))
 			}
 			return append(args, "-backend", "memory")
 		},
-	}
-	if err := p.start(); err != nil {
+		ctrDir: "/tmp",
+	}, dir)
+	if err != nil {
 		return nil, nil, err
 	}
 	g := &GCS{Endpoint: "http://" + hostPort(p.port) + "/storage/v1/", Host: hostPort(p.port), Bucket: bucketName}
@@ -100,24 +138,24 @@ func startFakeGCS(dir string, onDisk bool) (*GCS, *Process, error) {
 // startAzurite runs Azurite's blob service, keeping blobs in memory or, if
 // onDisk, under dir.
 func startAzurite(dir string, onDisk bool) (*Azure, *Process, error) {
-	bin, err := binary("azurite", "node_modules/.bin/azurite-blob")
-	if err != nil {
-		return nil, nil, err
-	}
-	p := &Process{
-		name: "azurite", bin: bin, dir: dir, health: "/",
-		argsFor: func(port int) []string {
+	p, err := launch(program{
+		name: "azurite", bin: "node_modules/.bin/azurite-blob", image: azuriteImage, health: "/",
+		args: func(port int, dataDir string) []string {
 			// The Azure SDK sends an x-ms-version newer than Azurite knows;
 			// without --skipApiVersionCheck every request is refused.
 			args := []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
 				"--skipApiVersionCheck", "--disableTelemetry", "--silent"}
 			if onDisk {
-				return append(args, "--location", dir)
+				return append(args, "--location", dataDir)
 			}
 			return append(args, "--inMemoryPersistence")
 		},
-	}
-	if err := p.start(); err != nil {
+		// The image's volume: removed with the container.
+		ctrDir: "/data",
+		// The image has no entrypoint; azurite-blob is on its PATH.
+		ctrCmd: []string{"azurite-blob"},
+	}, dir)
+	if err != nil {
 		return nil, nil, err
 	}
 	a := azureAt(hostPort(p.port))
