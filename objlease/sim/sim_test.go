@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -11,8 +12,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/objlease/objlease/objlease/fence"
+	"github.com/objlease/objlease/internal/entropy"
 	"github.com/objlease/objlease/internal/safeguards"
+	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers/faulty"
 )
 
@@ -20,7 +22,7 @@ var (
 	flagLong  = flag.Bool("sim.long", false, "run TestSimulationLong: a million operations and more")
 	flagFrom  = flag.Uint64("sim.from", 1, "first seed")
 	flagSeeds = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 10000 for TestSimulationLong)")
-	flagOff   = flag.String("sim.off", "", "turn one safeguard off: DriftMargin, KeepRecordOnRelease, NonceCheck or Fencing")
+	flagOff   = flag.String("sim.off", "", "turn one safeguard off: Fencing or a switch of internal/safeguards (DriftMargin, KeepRecordOnRelease, NonceCheck, UniqueNonces, OwnWriteCheck, ForceWaits, UniqueTombstones, CallbackBeforeRelease, PathLock)")
 	flagV     = flag.Bool("sim.v", false, "print every run's trace")
 )
 
@@ -53,8 +55,17 @@ func (r *result) totalOps() int64 {
 // of the seed alone (see doc.go).
 func simulate(t *testing.T, cfg config) *result {
 	var res *result
+	dir := t.TempDir()
 	synctest.Test(t, func(t *testing.T) {
-		w, err := newWorld(cfg)
+		// Nonce salt from the run's seed: reproducible, and still a
+		// different draw for every process.
+		salt := rand.New(rand.NewPCG(cfg.seed, 0x5a17))
+		defer entropy.Replace(func(b []byte) {
+			for i := range b {
+				b[i] = byte(salt.Uint32())
+			}
+		})()
+		w, err := newWorld(cfg, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,10 +75,20 @@ func simulate(t *testing.T, cfg config) *result {
 			fmt.Fprintln(h, line)
 		}
 		// Not the writes' bytes nor all their metadata: manifest nonces and
-		// batch ids come from the global generator.
+		// batch ids come from the global generator. Versions by order of
+		// first appearance: the file store draws them from crypto/rand, and
+		// on S3 a manifest's version is the MD5 of its nonce.
+		versions := map[string]int{}
 		for _, a := range w.audit.writes {
 			if a.at.Sub(w.start) < cfg.duration {
-				fmt.Fprintln(h, a.at, a.op, a.key, a.version, a.metadata[fence.TokenKey])
+				v := 0
+				if !strings.Contains(a.key, "_objlease/") {
+					if _, ok := versions[a.version]; !ok {
+						versions[a.version] = len(versions) + 1
+					}
+					v = versions[a.version]
+				}
+				fmt.Fprintln(h, a.at, a.op, a.key, v, a.metadata[fence.TokenKey])
 			}
 		}
 		res = &result{cfg: cfg, violations: w.check(), hash: h.Sum64(), trace: w.trace, times: w.times, ops: w.ops}
@@ -131,6 +152,18 @@ func setSafeguard(t *testing.T, name string) func(*config) {
 		sw = &safeguards.KeepRecordOnRelease
 	case "NonceCheck":
 		sw = &safeguards.NonceCheck
+	case "UniqueNonces":
+		sw = &safeguards.UniqueNonces
+	case "OwnWriteCheck":
+		sw = &safeguards.OwnWriteCheck
+	case "ForceWaits":
+		sw = &safeguards.ForceWaits
+	case "UniqueTombstones":
+		sw = &safeguards.UniqueTombstones
+	case "CallbackBeforeRelease":
+		sw = &safeguards.CallbackBeforeRelease
+	case "PathLock":
+		sw = &safeguards.PathLock
 	default:
 		t.Fatalf("unknown safeguard %q", name)
 	}
@@ -172,7 +205,7 @@ func (s *totals) add(r *result) {
 func (s *totals) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d seeds, %d operations, %d store requests, %d violations\n", s.seeds, s.ops, s.requests, s.violations)
-	for _, k := range []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vNotLinear, vCommittedGone} {
+	for _, k := range allKinds {
 		if n := s.badSeeds[k]; n > 0 {
 			fmt.Fprintf(&b, "  seeds with %q: %d\n", k, n)
 		}

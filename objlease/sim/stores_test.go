@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,53 +11,11 @@ import (
 // applied is one write the store really applied, in the store's order.
 type applied struct {
 	at       time.Time
-	op       string // create, replace, delete
+	op       string // create, replace, delete; or the operator's action
 	key      string
 	version  string
 	data     []byte
 	metadata map[string]string
-}
-
-// auditStore records every write the store under it applied, in the
-// order it applied them: the ground truth the checks compare against.
-type auditStore struct {
-	providers.Store
-	mu     sync.Mutex
-	writes []applied
-}
-
-func (a *auditStore) record(op, key, version string, data []byte, md map[string]string) {
-	a.writes = append(a.writes, applied{at: time.Now(), op: op, key: key, version: version, data: data, metadata: md})
-}
-
-func (a *auditStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	res, err := a.Store.Create(ctx, key, data, md)
-	if err == nil {
-		a.record("create", key, res.Version, data, md)
-	}
-	return res, err
-}
-
-func (a *auditStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	res, err := a.Store.Replace(ctx, key, data, md, v)
-	if err == nil {
-		a.record("replace", key, res.Version, data, md)
-	}
-	return res, err
-}
-
-func (a *auditStore) Delete(ctx context.Context, key, v string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	err := a.Store.Delete(ctx, key, v)
-	if err == nil {
-		a.record("delete", key, "", nil, nil)
-	}
-	return err
 }
 
 // gateStore is a process's view of the store. While the process is paused
