@@ -67,7 +67,7 @@ func (p *proc) lead(ctx context.Context, l *objlease.Lease) {
 	w.logf(p, "leading %s token %d", leaseKey(k), ep.token)
 	var last string
 	for ctx.Err() == nil {
-		w.fenced(p, p.cbRnd, k, ep.token, p.cbRnd.IntN(8) == 0, &last)
+		w.fenced(p, p.cbRnd, k, ep.token, p.cbRnd.IntN(5) == 0, &last)
 		p.sleep(50*time.Millisecond + time.Duration(p.cbRnd.Int64N(int64(2*time.Second))))
 	}
 	end := w.now()
@@ -79,6 +79,17 @@ func (p *proc) lead(ctx context.Context, l *objlease.Lease) {
 	w.mu.Unlock()
 	w.logf(p, "stopped leading %s token %d (%v)", leaseKey(k), ep.token, l.Err())
 }
+
+// acts are the operator's kinds of action.
+type acts uint8
+
+const (
+	actDelete   acts = 1 << iota // delete a lease record by hand
+	actTamper                    // lower a record's token, bump its schema, garble it
+	actMax                       // set a record's token near the maximum
+	actRegister                  // delete a fenced register by hand (a lifecycle rule)
+	allActs     = actDelete | actTamper | actMax | actRegister
+)
 
 // operate is an operator (or a lifecycle rule) acting on the store behind
 // the library's back: deleting a lease record or a fenced register by
@@ -96,16 +107,16 @@ func (w *world) operate(wg *sync.WaitGroup, rnd *rand.Rand) {
 			return
 		}
 		k := rnd.IntN(keys)
-		switch rnd.IntN(6) {
-		case 0, 1:
+		switch a := rnd.IntN(6); {
+		case a < 2 && w.cfg.acts&actDelete != 0:
 			w.handDelete(leaseKey(k), -1)
-		case 2:
+		case a == 2 && w.cfg.acts&actTamper != 0:
 			w.tamper(k, "token lowered", rnd)
-		case 3:
+		case a == 3 && w.cfg.acts&actTamper != 0:
 			w.tamper(k, []string{"schema bumped", "garbage"}[rnd.IntN(2)], rnd)
-		case 4:
+		case a == 4 && w.cfg.acts&actMax != 0:
 			w.tamper(k, "token near the maximum", rnd)
-		case 5:
+		case a == 5 && w.cfg.acts&actRegister != 0:
 			w.handDelete(registerKey(k), k)
 		}
 	}

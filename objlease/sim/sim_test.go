@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -24,6 +26,7 @@ var (
 	flagSeeds = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 10000 for TestSimulationLong)")
 	flagOff   = flag.String("sim.off", "", "turn one safeguard off: Fencing or a switch of internal/safeguards (DriftMargin, KeepRecordOnRelease, NonceCheck, UniqueNonces, OwnWriteCheck, ForceWaits, UniqueTombstones, CallbackBeforeRelease, PathLock)")
 	flagV     = flag.Bool("sim.v", false, "print every run's trace")
+	flagModel = flag.String("sim.model", "", "run only the seeds whose store model is this one (mem, s3, gcs, azure, file)")
 )
 
 // result is what one run produced.
@@ -36,6 +39,7 @@ type result struct {
 	ops        map[string]int64
 	requests   int64
 	faults     faulty.Counts
+	elapsed    time.Duration // real time the run took
 }
 
 // totalOps counts the library calls the drivers made; keys with a space
@@ -53,9 +57,10 @@ func (r *result) totalOps() int64 {
 // simulate runs one seed in its own bubble: inside it, time is simulated
 // and only moves when every goroutine is blocked, so the run is a function
 // of the seed alone (see doc.go).
-func simulate(t *testing.T, cfg config) *result {
-	var res *result
-	dir := t.TempDir()
+func simulate(t *testing.T, cfg config) (res *result) {
+	began := time.Now()
+	defer func() { res.elapsed = time.Since(began) }()
+	dir := fileStoreDir(t)
 	synctest.Test(t, func(t *testing.T) {
 		// Nonce salt from the run's seed: reproducible, and still a
 		// different draw for every process.
@@ -102,6 +107,19 @@ func simulate(t *testing.T, cfg config) *result {
 	return res
 }
 
+// fileStoreDir is an empty directory for the file store model, in memory
+// where the system offers one: the store syncs every write, and the disk's
+// latency is real time the simulation does not need.
+func fileStoreDir(t *testing.T) string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", "objlease-sim-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
 func replayCommand(cfg config, off string) string {
 	cmd := fmt.Sprintf("go test ./objlease/sim/ -run '^TestSimulation$' -sim.from=%d -sim.seeds=1 -sim.v", cfg.seed)
 	if off != "" {
@@ -138,14 +156,21 @@ func report(t *testing.T, r *result, off string) {
 	t.Error(b.String())
 }
 
+// safeguard is one safeguard turned off for the rest of a test; off
+// applies it to a run's config, on turns it back on.
+type safeguard struct {
+	off func(*config)
+	on  func()
+}
+
 // setSafeguard turns one safeguard off for the rest of the test.
-func setSafeguard(t *testing.T, name string) func(*config) {
+func setSafeguard(t *testing.T, name string) safeguard {
 	var sw *atomic.Bool
 	switch name {
 	case "":
-		return func(*config) {}
+		return safeguard{func(*config) {}, func() {}}
 	case "Fencing":
-		return func(c *config) { c.unfenced = true }
+		return safeguard{func(c *config) { c.unfenced = true }, func() {}}
 	case "DriftMargin":
 		sw = &safeguards.DriftMargin
 	case "KeepRecordOnRelease":
@@ -169,7 +194,7 @@ func setSafeguard(t *testing.T, name string) func(*config) {
 	}
 	sw.Store(false)
 	t.Cleanup(func() { sw.Store(true) })
-	return func(*config) {}
+	return safeguard{func(*config) {}, func() { sw.Store(true) }}
 }
 
 // totals sums what many runs did, for the reliability report.
@@ -179,9 +204,26 @@ type totals struct {
 	faults               faulty.Counts
 	violations           int
 	badSeeds             map[string]int // seeds that broke each guarantee
+	elapsed              time.Duration
+	byModel              map[string]*totals
+	excused              int // seeds whose violations a gate excused
 }
 
 func (s *totals) add(r *result) {
+	if s.byModel == nil {
+		s.byModel = map[string]*totals{}
+	}
+	m := s.byModel[r.cfg.model]
+	if m == nil {
+		m = &totals{}
+		s.byModel[r.cfg.model] = m
+	}
+	m.count(r)
+	s.count(r)
+}
+
+func (s *totals) count(r *result) {
+	s.elapsed += r.elapsed
 	s.seeds++
 	s.ops += r.totalOps()
 	s.requests += r.requests
@@ -204,7 +246,16 @@ func (s *totals) add(r *result) {
 
 func (s *totals) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d seeds, %d operations, %d store requests, %d violations\n", s.seeds, s.ops, s.requests, s.violations)
+	fmt.Fprintf(&b, "%d seeds, %d operations, %d store requests, %d violations, %v\n", s.seeds, s.ops, s.requests, s.violations, s.elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "  | store model | seeds | operations | store requests | violations | time |\n")
+	for _, m := range modelNames {
+		if t := s.byModel[m]; t != nil {
+			fmt.Fprintf(&b, "  | %s | %d | %d | %d | %d | %v |\n", m, t.seeds, t.ops, t.requests, t.violations, t.elapsed.Round(100*time.Millisecond))
+		}
+	}
+	if s.excused > 0 {
+		fmt.Fprintf(&b, "  seeds whose violations gates excused: %d\n", s.excused)
+	}
 	for _, k := range allKinds {
 		if n := s.badSeeds[k]; n > 0 {
 			fmt.Fprintf(&b, "  seeds with %q: %d\n", k, n)
@@ -227,18 +278,28 @@ func (s *totals) String() string {
 // runSeeds runs n seeds from the -sim.from seed and fails on every
 // violation, printing the replay command: with the trace for the first
 // few violating seeds, by one line for the rest.
-func runSeeds(t *testing.T, n int) *totals {
+func runSeeds(t *testing.T, n int, gated bool) *totals {
 	if *flagSeeds > 0 {
 		n = *flagSeeds
 	}
-	mod := setSafeguard(t, *flagOff)
+	mod := setSafeguard(t, *flagOff).off
 	var sum totals
 	bad := 0
 	for seed := *flagFrom; seed < *flagFrom+uint64(n); seed++ {
 		cfg := configFor(seed)
+		if *flagModel != "" && cfg.model != *flagModel {
+			continue
+		}
 		mod(&cfg)
 		r := simulate(t, cfg)
 		sum.add(r)
+		if gated && *flagOff == "" {
+			var by []string
+			if r.violations, by = excused(cfg, r.violations); len(by) > 0 {
+				sum.excused++
+				t.Logf("seed %d: violations excused until these are fixed: %s\nreplay: %s -sim.strict", seed, strings.Join(by, "; "), replayCommand(cfg, ""))
+			}
+		}
 		switch {
 		case len(r.violations) > 0 && bad >= 3:
 			t.Errorf("seed %d: %s: %s\nreplay: %s", seed, r.violations[0].kind, r.violations[0].msg, replayCommand(cfg, *flagOff))
@@ -254,7 +315,7 @@ func runSeeds(t *testing.T, n int) *totals {
 
 // TestSimulation is the short simulation of the normal test suite.
 func TestSimulation(t *testing.T) {
-	t.Log(runSeeds(t, 150))
+	t.Log(runSeeds(t, 150, true))
 }
 
 // TestSimulationLong is the long simulation, run on demand:
@@ -264,7 +325,7 @@ func TestSimulationLong(t *testing.T) {
 	if !*flagLong {
 		t.Skip("run with -sim.long")
 	}
-	t.Log(runSeeds(t, 10000))
+	t.Log(runSeeds(t, 10000, false))
 }
 
 // A run is a function of its seed.
@@ -287,32 +348,82 @@ func TestSimulationReproducible(t *testing.T) {
 }
 
 // The checks are not blind: with each safeguard off in turn they find the
-// violation it prevents, within a bounded number of seeds.
+// violation it prevents, within a bounded number of seeds. Each row runs
+// the shape of run that needs the safeguard, with the operator, shared
+// seeds, Force and misdirected writes off unless the row needs them, so
+// that what is found is the row's. Where the safeguard's fix is in the
+// tree (no gate excuses it), the seed that found the violation is run
+// again with the safeguard on and must then be clean of it.
 func TestCheckerFindsViolations(t *testing.T) {
 	for _, tc := range []struct {
 		off   string
 		kinds []string
+		shape func(*config)
+		blind string // why the simulation cannot see it, if it cannot
 	}{
-		{"DriftMargin", []string{vOverlap}},
-		{"KeepRecordOnRelease", []string{vTokenTwice, vRecordBack}},
-		{"NonceCheck", []string{vTokenTwice, vOverlap}},
-		{"Fencing", []string{vRegisterBack, vNotLinear}},
+		{"DriftMargin", []string{vOverlap}, func(c *config) {}, ""},
+		{"KeepRecordOnRelease", []string{vTokenTwice, vRecordBack}, func(c *config) {}, ""},
+		{"NonceCheck", []string{vTokenTwice, vOverlap}, func(c *config) {}, ""},
+		{"Fencing", []string{vRegisterBack, vNotLinear}, func(c *config) {}, ""},
+		{"UniqueNonces", []string{vTokenTwice, vOverlap}, func(c *config) { c.sharedRand = true }, ""},
+		{"OwnWriteCheck", []string{vOverlap, vTokenTwice}, func(c *config) { c.operator, c.acts, c.leases = 8, actDelete, 1 }, ""},
+		{"ForceWaits", []string{vOverlap}, func(c *config) { c.force, c.operator, c.acts = true, 4, actTamper }, ""},
+		{"UniqueTombstones", []string{vRegisterBack, vNotLinear}, func(c *config) { c.model, c.electors, c.pauseCheck = "s3", 3, 0.3 }, ""},
+		{"CallbackBeforeRelease", []string{vLeaders}, func(c *config) { c.electors = 3 }, ""},
+		{"PathLock", []string{vOverlap, vTokenTwice, vRecordBack}, func(c *config) { c.model = "file" },
+			"the file store applies a write without blocking in simulated time, so two writes through its two roots never interleave: " +
+				"the race its lock prevents needs a hook between the store's version check and its rename"},
 	} {
 		t.Run(tc.off, func(t *testing.T) {
-			mod := setSafeguard(t, tc.off)
-			const bound = 40
-			for seed := uint64(1); seed <= bound; seed++ {
-				cfg := configFor(seed)
-				mod(&cfg)
-				r := simulate(t, cfg)
+			if tc.blind != "" {
+				t.Skip("not visible to the simulation: " + tc.blind)
+			}
+			shape := func(seed uint64) config {
+				c := configFor(seed)
+				c.operator, c.sharedRand, c.force, c.misdirect, c.electors = 0, false, false, false, 0
+				if c.model == "file" {
+					c.storeClock = false
+				}
+				if c.model == "s3" {
+					c.model = "mem"
+				}
+				tc.shape(&c)
+				return c
+			}
+			bound := uint64(40)
+			if *flagSeeds > 0 {
+				bound = uint64(*flagSeeds)
+			}
+			found := func(r *result) *violation {
 				for _, v := range r.violations {
-					for _, k := range tc.kinds {
-						if v.kind == k {
-							t.Logf("found at seed %d: %s: %s\nreplay: %s", seed, v.kind, v.msg, replayCommand(cfg, tc.off))
-							return
-						}
+					if slices.Contains(tc.kinds, v.kind) {
+						return &v
 					}
 				}
+				return nil
+			}
+			restore := setSafeguard(t, tc.off)
+			for seed := *flagFrom; seed < *flagFrom+bound; seed++ {
+				cfg := shape(seed)
+				restore.off(&cfg)
+				r := simulate(t, cfg)
+				v := found(r)
+				if v == nil {
+					continue
+				}
+				t.Logf("found at seed %d: %s: %s\nreplay: go test ./objlease/sim/ -run 'TestCheckerFindsViolations/%s$' -sim.from=%d -sim.v", seed, v.kind, v.msg, tc.off, seed)
+				if *flagV {
+					t.Logf("%v\n%s", r.cfg, strings.Join(r.trace, "\n"))
+				}
+				if pending(tc.off) {
+					t.Logf("%s: its fix is not in this tree yet (gated), so the same seed is not checked with it on", tc.off)
+					return
+				}
+				restore.on()
+				if v := found(simulate(t, shape(seed))); v != nil {
+					t.Errorf("seed %d with %s on: %s: %s: the violation is not the safeguard's", seed, tc.off, v.kind, v.msg)
+				}
+				return
 			}
 			t.Fatalf("no %v in %d seeds with %s off: the checks cannot see what it prevents", tc.kinds, bound, tc.off)
 		})

@@ -42,6 +42,7 @@ func (g *gateStore) pick() providers.Store {
 // is held up past its context's end has an unknown outcome.
 func (g *gateStore) around(ctx context.Context, op, key string, call func(s providers.Store) error) error {
 	g.p.maybePause()
+	g.p.maybePauseAfterCheck(op, key)
 	if err := g.p.awaitRunning(ctx); err != nil {
 		return &providers.Error{Op: op, Key: key, Err: err}
 	}

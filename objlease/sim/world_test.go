@@ -39,12 +39,13 @@ type config struct {
 	force      bool    // a third of the processes use Options.Force
 	sharedRand bool    // processes pair up with identically seeded Options.Rand
 	operator   float64 // operator actions a minute: hand deletes, tampering
+	acts       acts    // which actions the operator takes
 	misdirect  bool    // now and then a holder fences a write at its lease's own key
 }
 
 func (c config) String() string {
-	return fmt.Sprintf("seed %d: store %s, %d clients (%d electors), %d leases, TTL %v, drift ±%.0f%%, store clock %v, faults ×%.1f, pauses %.3f/%.2f up to %v, force %v, shared rand %v, operator %.0f/min, misdirected puts %v, unfenced %v",
-		c.seed, c.model, c.clients, c.electors, c.leases, c.ttl, c.drift*100, c.storeClock, c.faults, c.pauseAny, c.pauseCheck, c.maxPause, c.force, c.sharedRand, c.operator, c.misdirect, c.unfenced)
+	return fmt.Sprintf("seed %d: store %s, %d clients (%d electors), %d leases, TTL %v, drift ±%.0f%%, store clock %v, faults ×%.1f, pauses %.3f/%.2f up to %v, force %v, shared rand %v, operator %.0f/min (%b), misdirected puts %v, unfenced %v",
+		c.seed, c.model, c.clients, c.electors, c.leases, c.ttl, c.drift*100, c.storeClock, c.faults, c.pauseAny, c.pauseCheck, c.maxPause, c.force, c.sharedRand, c.operator, c.acts, c.misdirect, c.unfenced)
 }
 
 func configFor(seed uint64) config {
@@ -67,6 +68,7 @@ func configFor(seed uint64) config {
 	c.force = r.IntN(3) == 0
 	c.sharedRand = r.IntN(4) == 0
 	c.operator = []float64{0, 0, 1, 4}[r.IntN(4)]
+	c.acts = allActs
 	c.misdirect = r.IntN(8) == 0
 	return c
 }
@@ -180,10 +182,12 @@ type proc struct {
 	faults  []*faulty.Store
 	clients []*objlease.Client
 	byName  []*objlease.Client // the same holder, as the CLI's release command is
+	opts    []objlease.Options // of clients, for a restart
 
 	mu          sync.Mutex
 	pausedUntil time.Time
-	waiters     int // goroutines that have waited out the current pause, in order
+	waiters     int    // goroutines that have waited out the current pause, in order
+	lastRead    string // the key the process's last request read, if it was a read
 
 	target      int
 	lease       *objlease.Lease
@@ -198,6 +202,27 @@ func (p *proc) maybePause() {
 	defer p.mu.Unlock()
 	now := time.Now()
 	if p.gateRnd.Float64() < p.w.cfg.pauseAny && !now.Before(p.pausedUntil) && !p.w.calm.Load() {
+		p.pausedUntil = now.Add(time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
+		p.waiters = 0
+		p.w.count("process paused")
+	}
+}
+
+// maybePauseAfterCheck starts a pause with chance pauseCheck/2 before a
+// write that follows a read of the same key: between the check inside a
+// library call (a fenced write's stat, a lease write's read) and the
+// write it decides.
+func (p *proc) maybePauseAfterCheck(op, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := p.lastRead
+	p.lastRead = ""
+	if op == "get" || op == "stat" {
+		p.lastRead = key
+		return
+	}
+	now := time.Now()
+	if last == key && p.gateRnd.Float64() < p.w.cfg.pauseCheck/2 && !now.Before(p.pausedUntil) && !p.w.calm.Load() {
 		p.pausedUntil = now.Add(time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
 		p.waiters = 0
 		p.w.count("process paused")
@@ -310,6 +335,9 @@ func (p *proc) acquire() time.Duration {
 		p.readRegister()
 		return poll
 	}
+	if p.rnd.IntN(40) == 0 {
+		p.restart()
+	}
 	c := p.clients[p.target]
 	var l *objlease.Lease
 	var err error
@@ -345,6 +373,22 @@ func (p *proc) acquire() time.Duration {
 		p.target = p.rnd.IntN(w.cfg.leases)
 	}
 	return poll
+}
+
+// restart is the process starting afresh while it holds nothing: its new
+// clients have seen nothing of the leases, so a record deleted by hand is
+// created again from token 1.
+func (p *proc) restart() {
+	for k, o := range p.opts {
+		o.Rand = rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))
+		c, err := objlease.New(p.store, leaseKey(k), o)
+		if err != nil {
+			panic(err)
+		}
+		p.clients[k] = c
+	}
+	p.w.count("restart")
+	p.w.logf(p, "restarted")
 }
 
 // runOnce is a serverless job: election.RunOnce with work that writes a
@@ -393,7 +437,7 @@ func (p *proc) hold() {
 	}
 	p.claim()
 	switch r := p.rnd.IntN(100); {
-	case r < 35:
+	case r < 32:
 		p.fencedWrite()
 	case r < 40:
 		p.fencedDelete()
@@ -729,6 +773,7 @@ func newWorld(cfg config, dir string) (*world, error) {
 			}
 			p.clients = append(p.clients, c)
 			p.byName = append(p.byName, byName)
+			p.opts = append(p.opts, opts)
 		}
 		w.procs = append(w.procs, p)
 	}
