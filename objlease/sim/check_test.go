@@ -3,12 +3,16 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/providers"
 
 	"github.com/objlease/objlease/objlease/fence"
 )
@@ -32,12 +36,13 @@ const (
 	vNotLinear      = "register history not linearizable"
 	vCommittedGone  = "committed object missing"
 	vRecordFenced   = "fenced write landed on a lease record"
+	vMisreported    = "release landed but was reported lost"
 	overlapSlack    = time.Microsecond // float rounding in clock conversions
 	maxHistoryCheck = 4000             // operations; bounds the linearizability search
 )
 
 // allKinds lists the kinds in the order reports give them.
-var allKinds = []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vLeaders, vNotLinear, vCommittedGone, vRecordFenced}
+var allKinds = []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vLeaders, vNotLinear, vCommittedGone, vRecordFenced, vMisreported}
 
 // check runs every check on a finished run.
 //
@@ -211,6 +216,27 @@ func (w *world) check() []violation {
 		}
 		if !linearizable(ops) {
 			add(vNotLinear, 0, "%s: %d operations admit no order in which each write is accepted iff its token is at least the highest accepted", registerKey(k), len(ops))
+		}
+	}
+
+	// A release that reports the lease lost (rather than its outcome
+	// unknown) did not land.
+	for _, r := range w.rels {
+		if !errors.Is(r.err, objlease.ErrLeaseLost) || errors.Is(r.err, objlease.ErrAmbiguous) || errors.Is(r.err, providers.ErrUnknownOutcome) {
+			continue
+		}
+		for _, a := range writes {
+			if a.key != leaseKey(r.lease) || operator(a) || at(a.at) < r.call || at(a.at) > r.ret {
+				continue
+			}
+			var rec struct {
+				Token         uint64
+				Holder, State string
+			}
+			if json.Unmarshal(a.data, &rec) == nil && rec.State == "released" && rec.Holder == r.holder && rec.Token == r.token {
+				add(vMisreported, r.ret, "%s: %s's release of token %d landed at %v, but it reported: %v", a.key, r.holder, r.token, at(a.at), r.err)
+				break
+			}
 		}
 	}
 

@@ -21,12 +21,13 @@ import (
 )
 
 var (
-	flagLong  = flag.Bool("sim.long", false, "run TestSimulationLong: a million operations and more")
-	flagFrom  = flag.Uint64("sim.from", 1, "first seed")
-	flagSeeds = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 10000 for TestSimulationLong)")
-	flagOff   = flag.String("sim.off", "", "turn one safeguard off: Fencing or a switch of internal/safeguards (DriftMargin, KeepRecordOnRelease, NonceCheck, UniqueNonces, OwnWriteCheck, ForceWaits, UniqueTombstones, CallbackBeforeRelease, PathLock)")
-	flagV     = flag.Bool("sim.v", false, "print every run's trace")
-	flagModel = flag.String("sim.model", "", "run only the seeds whose store model is this one (mem, s3, gcs, azure, file)")
+	flagLong   = flag.Bool("sim.long", false, "run TestSimulationLong: a million operations and more")
+	flagFrom   = flag.Uint64("sim.from", 1, "first seed")
+	flagSeeds  = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 10000 for TestSimulationLong)")
+	flagOff    = flag.String("sim.off", "", "turn one safeguard off: Fencing or a switch of internal/safeguards (DriftMargin, KeepRecordOnRelease, NonceCheck, UniqueNonces, OwnWriteCheck, ForceWaits, UniqueTombstones, CallbackBeforeRelease, PathLock)")
+	flagV      = flag.Bool("sim.v", false, "print every run's trace")
+	flagKeepOn = flag.Bool("sim.keepon", false, "TestCheckerFindsViolations leaves every safeguard on: what it finds then is a fault of the tree")
+	flagModel  = flag.String("sim.model", "", "run only the seeds whose store model is this one (mem, s3, gcs, azure, file)")
 )
 
 // result is what one run produced.
@@ -402,7 +403,10 @@ func TestCheckerFindsViolations(t *testing.T) {
 				}
 				return nil
 			}
-			restore := setSafeguard(t, tc.off)
+			restore := safeguard{func(*config) {}, func() {}}
+			if !*flagKeepOn {
+				restore = setSafeguard(t, tc.off)
+			}
 			for seed := *flagFrom; seed < *flagFrom+bound; seed++ {
 				cfg := shape(seed)
 				restore.off(&cfg)
@@ -424,6 +428,9 @@ func TestCheckerFindsViolations(t *testing.T) {
 					t.Errorf("seed %d with %s on: %s: %s: the violation is not the safeguard's", seed, tc.off, v.kind, v.msg)
 				}
 				return
+			}
+			if *flagKeepOn {
+				t.Fatalf("no %v in %d seeds of the shape that needs %s, with it on", tc.kinds, bound, tc.off)
 			}
 			t.Fatalf("no %v in %d seeds with %s off: the checks cannot see what it prevents", tc.kinds, bound, tc.off)
 		})

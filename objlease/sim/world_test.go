@@ -138,9 +138,26 @@ type world struct {
 	trace  []string
 	times  []time.Duration // of each trace line
 	epochs []*epoch
+	rels   []releaseOp
 	reg    [][]regOp
 	ops    map[string]int64
 	opsAt  int // trace lines before the run wound down
+}
+
+// releaseOp is one release and what it reported.
+type releaseOp struct {
+	holder    string
+	lease     int
+	token     uint64
+	call, ret time.Duration
+	err       error
+}
+
+// released records a release of p's hold that was called at call.
+func (w *world) released(p *proc, call time.Duration, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rels = append(w.rels, releaseOp{p.clients[p.ep.lease].Holder(), p.ep.lease, p.ep.token, call, w.now(), err})
 }
 
 // grant names one token of one lease.
@@ -556,7 +573,9 @@ func (p *proc) releaseByName() {
 	ctx, cancel := p.opCtx()
 	defer cancel()
 	w.count("release-by-name")
+	call := w.now()
 	err := p.byName[p.ep.lease].Release(ctx)
+	w.released(p, call, err)
 	w.logf(p, "release %s by holder name %s: %v", leaseKey(p.ep.lease), p.byName[p.ep.lease].Holder(), err)
 	p.drop()
 }
@@ -692,7 +711,9 @@ func (p *proc) release() {
 	ctx, cancel := p.opCtx()
 	defer cancel()
 	w.count("release")
+	call := w.now()
 	err := p.lease.Release(ctx)
+	w.released(p, call, err)
 	w.logf(p, "release %s token %d: %v", leaseKey(p.ep.lease), p.ep.token, err)
 	p.lease, p.ep = nil, nil
 	if w.cfg.leases > 1 && p.rnd.IntN(2) == 0 {
