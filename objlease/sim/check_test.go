@@ -13,6 +13,7 @@ import (
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/faulty"
 
 	"github.com/objlease/objlease/objlease/fence"
 )
@@ -37,12 +38,13 @@ const (
 	vCommittedGone  = "committed object missing"
 	vRecordFenced   = "fenced write landed on a lease record"
 	vMisreported    = "release landed but was reported lost"
+	vLateLost       = "own write landed but the lease was reported lost"
 	overlapSlack    = time.Microsecond // float rounding in clock conversions
 	maxHistoryCheck = 4000             // operations; bounds the linearizability search
 )
 
 // allKinds lists the kinds in the order reports give them.
-var allKinds = []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vLeaders, vNotLinear, vCommittedGone, vRecordFenced, vMisreported}
+var allKinds = []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vLeaders, vNotLinear, vCommittedGone, vRecordFenced, vMisreported, vLateLost}
 
 // check runs every check on a finished run.
 //
@@ -237,6 +239,31 @@ func (w *world) check() []violation {
 				add(vMisreported, r.ret, "%s: %s's release of token %d landed at %v, but it reported: %v", a.key, r.holder, r.token, at(a.at), r.err)
 				break
 			}
+		}
+	}
+
+	// A lease that ended as lost before its validity ran out was refused
+	// because someone else wrote: the record's last write before then is
+	// not the holder's own. (A refusal the fault injector made up is
+	// indistinguishable from a real one; it is not counted.)
+	for _, e := range w.epochs {
+		if e.elector || !errors.Is(e.lost, objlease.ErrLeaseLost) || errors.Is(e.lost, faulty.ErrInjected) || e.ended < 0 || e.ended+time.Millisecond >= e.to {
+			continue
+		}
+		var last *applied
+		for i, a := range writes {
+			if a.key == leaseKey(e.lease) && at(a.at) <= e.ended {
+				last = &writes[i]
+			}
+		}
+		var rec struct {
+			Token         uint64
+			Holder, State string
+		}
+		if last != nil && !operator(*last) && json.Unmarshal(last.data, &rec) == nil &&
+			rec.State == "held" && rec.Holder == fmt.Sprintf("p%d", e.proc) && rec.Token == e.token {
+			add(vLateLost, e.ended, "%s: p%d's lease (token %d) ended at %v, %v before its validity, as lost (%v), though the record's last write, at %v, was its own",
+				leaseKey(e.lease), e.proc, e.token, e.ended, e.to-e.ended, e.lost, at(last.at))
 		}
 	}
 

@@ -34,6 +34,8 @@ var gates = []gate{
 		func(c config) bool { return c.operator > 0 }},
 	{"the file store's clock trusted though it steps", []string{vOverlap, vLeaders, vTokenTwice, vNotLinear},
 		func(c config) bool { return c.model == "file" && c.storeClock }},
+	{"a late write reported as lost", []string{vLateLost},
+		func(c config) bool { return c.lateWrites > 0 }},
 	{"a landed release reported as lost", []string{vMisreported},
 		func(c config) bool { return true }},
 	{"tombstone ABA on S3 (UniqueTombstones)", []string{vRegisterBack, vNotLinear},

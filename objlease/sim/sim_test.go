@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -78,7 +79,7 @@ func simulate(t *testing.T, cfg config) (res *result) {
 		w.run()
 		h := fnv.New64a()
 		for _, line := range w.trace[:w.opsAt] {
-			fmt.Fprintln(h, line)
+			fmt.Fprintln(h, canon(line))
 		}
 		// Not the writes' bytes nor all their metadata: manifest nonces and
 		// batch ids come from the global generator. Versions by order of
@@ -107,6 +108,13 @@ func simulate(t *testing.T, cfg config) (res *result) {
 	})
 	return res
 }
+
+// fileVersion is a version of the file store: rand.Text, from crypto/rand.
+var fileVersion = regexp.MustCompile(`\b[A-Z2-7]{26}\b`)
+
+// canon is a trace line without what may differ between two runs of one
+// seed: the file store's versions.
+func canon(line string) string { return fileVersion.ReplaceAllString(line, "V") }
 
 // fileStoreDir is an empty directory for the file store model, in memory
 // where the system offers one: the store syncs every write, and the disk's
@@ -303,7 +311,15 @@ func runSeeds(t *testing.T, n int, gated bool) *totals {
 		}
 		switch {
 		case len(r.violations) > 0 && bad >= 3:
-			t.Errorf("seed %d: %s: %s\nreplay: %s", seed, r.violations[0].kind, r.violations[0].msg, replayCommand(cfg, *flagOff))
+			var b strings.Builder
+			seen := map[string]bool{}
+			for _, v := range r.violations {
+				if !seen[v.kind] {
+					seen[v.kind] = true
+					fmt.Fprintf(&b, "\n  %s: %s", v.kind, v.msg)
+				}
+			}
+			t.Errorf("seed %d (%s):%s\nreplay: %s", seed, cfg.model, b.String(), replayCommand(cfg, *flagOff))
 		case len(r.violations) > 0:
 			bad++
 			report(t, r, *flagOff)
@@ -339,7 +355,7 @@ func TestSimulationReproducible(t *testing.T) {
 		a, b := simulate(t, configFor(seed)), simulate(t, configFor(seed))
 		if a.hash != b.hash || a.faults != b.faults || a.totalOps() != b.totalOps() {
 			for i := range min(len(a.trace), len(b.trace)) {
-				if a.trace[i] != b.trace[i] {
+				if canon(a.trace[i]) != canon(b.trace[i]) {
 					t.Fatalf("seed %d: runs differ at trace line %d:\n  %s\n  %s", seed, i, a.trace[i], b.trace[i])
 				}
 			}
@@ -367,6 +383,8 @@ func TestCheckerFindsViolations(t *testing.T) {
 		{"NonceCheck", []string{vTokenTwice, vOverlap}, func(c *config) {}, ""},
 		{"Fencing", []string{vRegisterBack, vNotLinear}, func(c *config) {}, ""},
 		{"UniqueNonces", []string{vTokenTwice, vOverlap}, func(c *config) { c.sharedRand = true }, ""},
+		// Rare: a record deleted by hand, recreated with the very token of
+		// a holder that then releases before its next renewal.
 		{"OwnWriteCheck", []string{vOverlap, vTokenTwice}, func(c *config) { c.operator, c.acts, c.leases = 8, actDelete, 1 }, ""},
 		{"ForceWaits", []string{vOverlap}, func(c *config) { c.force, c.operator, c.acts = true, 4, actTamper }, ""},
 		{"UniqueTombstones", []string{vRegisterBack, vNotLinear}, func(c *config) { c.model, c.electors, c.pauseCheck = "s3", 3, 0.3 }, ""},
@@ -392,6 +410,9 @@ func TestCheckerFindsViolations(t *testing.T) {
 				return c
 			}
 			bound := uint64(40)
+			if tc.off == "OwnWriteCheck" {
+				bound = 120
+			}
 			if *flagSeeds > 0 {
 				bound = uint64(*flagSeeds)
 			}

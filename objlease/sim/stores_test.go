@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -67,13 +68,55 @@ func (g *gateStore) Stat(ctx context.Context, key string) (a *providers.Attrs, e
 }
 
 func (g *gateStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (r providers.WriteResult, err error) {
+	if g.late(ctx, "create", key, func() { _, _ = g.raw.Create(context.Background(), key, data, md) }) {
+		return r, providers.Wrap("create", key, providers.ErrUnknownOutcome, errLate)
+	}
 	err = g.around(ctx, "create", key, func(s providers.Store) error { r, err = s.Create(ctx, key, data, md); return err })
 	return r, err
 }
 
 func (g *gateStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (r providers.WriteResult, err error) {
+	if g.late(ctx, "replace", key, func() { _, _ = g.raw.Replace(context.Background(), key, data, md, v) }) {
+		return r, providers.Wrap("replace", key, providers.ErrUnknownOutcome, errLate)
+	}
 	err = g.around(ctx, "replace", key, func(s providers.Store) error { r, err = s.Replace(ctx, key, data, md, v); return err })
 	return r, err
+}
+
+var errLate = errors.New("request timed out on its way; it reaches the store later")
+
+// late decides, with chance lateWrites, that a write is held up on its
+// way to the store: its caller times out and sees an unknown outcome
+// first, and the write reaches the store after that, when the caller may
+// have retried. It reports whether it did; apply is the write.
+func (g *gateStore) late(ctx context.Context, op, key string, apply func()) bool {
+	p := g.p
+	if g.calm.Load() {
+		return false
+	}
+	p.mu.Lock()
+	hit := p.gateRnd.Float64() < p.w.cfg.lateWrites
+	timeout := 100*time.Millisecond + time.Duration(p.gateRnd.Int64N(int64(time.Second)))
+	arrive := timeout + 1 + time.Duration(p.gateRnd.Int64N(int64(2*time.Second)))
+	p.mu.Unlock()
+	if !hit {
+		return false
+	}
+	if err := p.awaitRunning(ctx); err != nil {
+		return false
+	}
+	p.w.count("late write")
+	go func() {
+		time.Sleep(arrive)
+		apply()
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return true
 }
 
 func (g *gateStore) Delete(ctx context.Context, key, v string) error {

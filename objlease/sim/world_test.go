@@ -27,6 +27,7 @@ type config struct {
 	duration   time.Duration
 	storeClock bool // clients also trust the store's clock (StoreClockRule)
 	faults     float64
+	lateWrites float64 // chance that a write reaches the store after its caller timed out
 	// A process pauses (all of its goroutines, as in a GC pause or a
 	// frozen VM) with chance pauseAny at any request, and with chance
 	// pauseCheck between checking its lease and a protected write.
@@ -63,6 +64,7 @@ func configFor(seed uint64) config {
 		pauseCheck: []float64{0, 0.1, 0.3}[r.IntN(3)],
 	}
 	c.maxPause = 3 * c.ttl
+	c.lateWrites = 0.005 * c.faults
 	c.model = modelNames[r.IntN(len(modelNames))]
 	c.electors = r.IntN(4)
 	c.force = r.IntN(3) == 0
@@ -115,6 +117,8 @@ type epoch struct {
 	from, to    time.Duration
 	cut         time.Duration // when the holder called Release; 0: never
 	elector     bool
+	ended       time.Duration // when the lease's context ended; -1: not yet
+	lost        error         // the loss the holder was told of, if it was
 }
 
 func (e *epoch) end() time.Duration {
@@ -332,7 +336,13 @@ func (p *proc) granted(l *objlease.Lease) {
 	w := p.w
 	now := w.now()
 	p.lease, p.lastVersion = l, ""
-	p.ep = &epoch{proc: p.id, lease: p.target, token: l.Token(), nonce: l.Record().Nonce, from: now, to: now}
+	ep := &epoch{proc: p.id, lease: p.target, token: l.Token(), nonce: l.Record().Nonce, from: now, to: now, ended: -1}
+	p.ep = ep
+	context.AfterFunc(l.Context(), func() {
+		w.mu.Lock()
+		ep.ended = w.now()
+		w.mu.Unlock()
+	})
 	w.mu.Lock()
 	w.epochs = append(w.epochs, p.ep)
 	w.mu.Unlock()
@@ -449,6 +459,9 @@ func (p *proc) hold() {
 	if err := p.lease.Err(); err != nil {
 		p.w.count("lease lost")
 		p.w.logf(p, "lease %s token %d ended: %v", leaseKey(p.target), p.ep.token, err)
+		p.w.mu.Lock()
+		p.ep.lost = err
+		p.w.mu.Unlock()
 		p.drop()
 		return
 	}
