@@ -189,7 +189,11 @@ func (m *model) conditional(ctx context.Context, op, key string, check func(o *m
 	switch m.kind {
 	case "s3":
 		if m.inflight[key] {
+			// The refusal takes a round trip too: a caller retrying at once
+			// must not spin while the write it raced is being applied.
+			d := 1 + time.Duration(m.rnd.Int64N(int64(time.Millisecond)))
 			m.mu.Unlock()
+			time.Sleep(d)
 			return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrConflict, fmt.Errorf("409 ConditionalRequestConflict"))
 		}
 		m.inflight[key] = true

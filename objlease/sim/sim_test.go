@@ -24,7 +24,7 @@ import (
 var (
 	flagLong   = flag.Bool("sim.long", false, "run TestSimulationLong: a million operations and more")
 	flagFrom   = flag.Uint64("sim.from", 1, "first seed")
-	flagSeeds  = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 10000 for TestSimulationLong)")
+	flagSeeds  = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 5000 for TestSimulationLong)")
 	flagOff    = flag.String("sim.off", "", "turn one safeguard off: Fencing or a switch of internal/safeguards (DriftMargin, KeepRecordOnRelease, NonceCheck, UniqueNonces, OwnWriteCheck, ForceWaits, UniqueTombstones, CallbackBeforeRelease, PathLock)")
 	flagV      = flag.Bool("sim.v", false, "print every run's trace")
 	flagKeepOn = flag.Bool("sim.keepon", false, "TestCheckerFindsViolations leaves every safeguard on: what it finds then is a fault of the tree")
@@ -342,7 +342,7 @@ func TestSimulationLong(t *testing.T) {
 	if !*flagLong {
 		t.Skip("run with -sim.long")
 	}
-	t.Log(runSeeds(t, 10000, false))
+	t.Log(runSeeds(t, 5000, false))
 }
 
 // A run is a function of its seed.
