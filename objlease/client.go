@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/objlease/objlease/internal/entropy"
 	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
@@ -36,6 +39,10 @@ type Client struct {
 	// above it, so that this client never reissues a token it knows of.
 	highest uint64
 	rnd     sync.Mutex // guards opts.Rand
+	// salt makes this client's nonces its own whatever opts.Rand is seeded
+	// with: two clients seeded alike would otherwise each take the other's
+	// write for their own.
+	salt [8]byte
 }
 
 // observation is one sighting of a record version.
@@ -45,6 +52,14 @@ type observation struct {
 	attrs   providers.Attrs
 	since   time.Time // when this client first saw this version (its own clock, after the read returned)
 	mine    bool      // this client wrote this version
+
+	// For an object that is not a valid record (rec nil, version set): why,
+	// and what could be read of it, so that Force can wait out its TTL and
+	// continue above its token.
+	bad       *RecordError
+	badTTL    time.Duration
+	badToken  uint64
+	badHolder string
 }
 
 func (o *observation) absent() bool { return o.rec == nil && o.version == "" }
@@ -61,12 +76,14 @@ func New(store providers.Store, key string, opts Options) (*Client, error) {
 	if err := opts.validate(store.Properties().MinWriteInterval); err != nil {
 		return nil, fmt.Errorf("lease %q: %w", key, err)
 	}
-	return &Client{
+	c := &Client{
 		store: store,
 		key:   key,
 		opts:  opts,
 		log:   opts.Logger.With(slog.String("lease", key), slog.String("holder", opts.Holder)),
-	}, nil
+	}
+	entropy.Read(c.salt[:])
+	return c, nil
 }
 
 // Key returns the lease's key in its store.
@@ -78,6 +95,8 @@ func (c *Client) Holder() string { return c.opts.Holder }
 // Store returns the store the lease lives in.
 func (c *Client) Store() providers.Store { return c.store }
 
+// nonce returns a fresh nonce: this client's salt, then bits from
+// opts.Rand, so that it is unique across clients however they are seeded.
 func (c *Client) nonce() string {
 	c.rnd.Lock()
 	defer c.rnd.Unlock()
@@ -88,7 +107,43 @@ func (c *Client) nonce() string {
 			b[i+j] = byte(v >> (8 * j))
 		}
 	}
+	if safeguards.UniqueNonces.Load() {
+		copy(b[:8], c.salt[:])
+	}
 	return hex.EncodeToString(b[:])
+}
+
+// Metadata keys of objects written by package fence (fence.TokenKey and
+// fence.TombstoneKey; fence imports this package, so they are repeated).
+const (
+	fenceTokenKey     = "objlease-token"
+	fenceTombstoneKey = "objlease-tombstone"
+)
+
+// fenced reports an object written through package fence: data guarded by
+// a token, never a lease record, whatever its bytes say.
+func (c *Client) fenced(md map[string]string) error {
+	tok, ok := md[fenceTokenKey]
+	if !ok {
+		return nil
+	}
+	if _, err := strconv.ParseUint(tok, 10, 64); err != nil {
+		tok = strconv.Quote(tok)
+	}
+	what := fmt.Sprintf("a fenced data object (written through fence with token %s)", tok)
+	if md[fenceTombstoneKey] == "true" {
+		what = fmt.Sprintf("a fenced tombstone (deleted through fence with token %s)", tok)
+	}
+	return &RecordError{Key: c.key, Err: ErrFencedObject, Reason: "object is " + what + ", not a lease record"}
+}
+
+// nextToken returns the token after t, refusing to wrap around to 0.
+func (c *Client) nextToken(t uint64) (uint64, error) {
+	if t == math.MaxUint64 {
+		return 0, fmt.Errorf("lease %q: %w: token %d is the largest a token can be; the next one would wrap around to 0, which fenced resources would take for a stale holder's",
+			c.key, ErrTokenExhausted, t)
+	}
+	return t + 1, nil
 }
 
 // jitter returns d scaled by a random factor in [0.8, 1.0): contenders
@@ -118,11 +173,17 @@ func (c *Client) read(ctx context.Context) (*observation, error) {
 		if serr != nil {
 			return nil, rerr
 		}
-		c.view = &observation{version: a.Version, attrs: *a, since: now}
+		if ferr := c.fenced(a.Metadata); ferr != nil {
+			return nil, ferr
+		}
+		c.view = c.sawBad(a.Version, *a, nil, rerr, now)
 		return c.view, rerr
 	}
 	if err != nil {
 		return nil, err
+	}
+	if ferr := c.fenced(obj.Metadata); ferr != nil {
+		return nil, ferr
 	}
 	rec, derr := DecodeRecord(c.key, obj.Data)
 	if derr == nil && rec.Token < c.highest {
@@ -131,7 +192,7 @@ func (c *Client) read(ctx context.Context) (*observation, error) {
 	}
 	if derr != nil {
 		// Remember the version so that Force can replace exactly this object.
-		c.view = &observation{version: obj.Version, attrs: obj.Attrs, since: now}
+		c.view = c.sawBad(obj.Version, obj.Attrs, obj.Data, derr, now)
 		return c.view, derr
 	}
 	c.highest = rec.Token
@@ -143,6 +204,51 @@ func (c *Client) read(ctx context.Context) (*observation, error) {
 	return c.view, nil
 }
 
+// sawBad returns the observation of a version that is not a valid record;
+// the caller holds c.mu. It keeps the time of the first sighting while the
+// version stays the same, and reads what it can of the object's TTL, token
+// and holder.
+func (c *Client) sawBad(version string, attrs providers.Attrs, data []byte, err error, now time.Time) *observation {
+	if v := c.view; v != nil && v.rec == nil && v.version == version {
+		v.attrs = attrs
+		return v
+	}
+	o := &observation{version: version, attrs: attrs, since: now, badTTL: c.opts.TTL}
+	errors.As(err, &o.bad)
+	var v struct {
+		Token     uint64 `json:"token"`
+		Holder    string `json:"holder"`
+		TTLMillis int64  `json:"ttl_ms"`
+	}
+	// Best effort: a foreign object has none of these.
+	_ = json.NewDecoder(bytes.NewReader(data)).Decode(&v)
+	if v.TTLMillis > 0 && v.TTLMillis <= MaxTTL.Milliseconds() {
+		o.badTTL = time.Duration(v.TTLMillis) * time.Millisecond
+	}
+	o.badToken, o.badHolder = v.Token, v.Holder
+	return o
+}
+
+// observedWait is how much longer, from now, a version first seen at since
+// must be seen unchanged before a writer promising ttl can have stopped
+// relying on it.
+func (c *Client) observedWait(ttl time.Duration, since, now time.Time) time.Duration {
+	if !safeguards.DriftMargin.Load() {
+		return ttl - now.Sub(since)
+	}
+	return time.Duration(float64(ttl)*(1+c.opts.DriftBound)) - now.Sub(since)
+}
+
+// forceWait is how much longer Force must see the bad object of o unchanged
+// before it replaces it: it may be the record of a live holder (a newer
+// objlease's, or one whose token was rewritten), which must keep its time.
+func (c *Client) forceWait(o *observation, now time.Time) time.Duration {
+	if !safeguards.ForceWaits.Load() {
+		return 0
+	}
+	return c.observedWait(o.badTTL, o.since, now)
+}
+
 // expiresIn reports how long, from now, o's record stays unexpired for this
 // client (<= 0: expired or free).
 func (c *Client) expiresIn(o *observation, now time.Time) time.Duration {
@@ -150,10 +256,7 @@ func (c *Client) expiresIn(o *observation, now time.Time) time.Duration {
 		return 0
 	}
 	ttl := o.rec.TTL()
-	wait := time.Duration(float64(ttl)*(1+c.opts.DriftBound)) - now.Sub(o.since)
-	if !safeguards.DriftMargin.Load() {
-		wait = ttl - now.Sub(o.since)
-	}
+	wait := c.observedWait(ttl, o.since, now)
 	if r := c.opts.StoreClock; r != nil && !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {
 		limit := ttl + c.store.Properties().TimestampGranularity + r.Margin
 		if byStore := limit - o.attrs.StoreTime.Sub(o.attrs.LastModified); byStore < wait {
@@ -180,7 +283,7 @@ func (c *Client) TryAcquire(ctx context.Context) (*Lease, error) {
 	case view == nil || view.absent():
 		// Nothing seen yet, or seen absent: try to create, so that an absent
 		// lease costs one request.
-		l, cerr := c.write(ctx, nil, "")
+		l, cerr := c.write(ctx, nil)
 		if cerr == nil {
 			return l, nil
 		}
@@ -199,14 +302,19 @@ func (c *Client) TryAcquire(ctx context.Context) (*Lease, error) {
 		}
 	}
 	for attempt := 0; ; attempt++ {
+		now := c.opts.Clock.Now()
 		if view.absent() { // deleted between the read and now
-			l, err := c.write(ctx, nil, "")
+			l, err := c.write(ctx, nil)
 			if err == nil || !errors.Is(err, providers.ErrPrecondition) || attempt > 2 {
 				return l, err
 			}
-		} else if view.rec == nil || c.expiresIn(view, c.opts.Clock.Now()) <= 0 {
-			// Expired, released, or (with Force) not a record.
-			l, err := c.write(ctx, view.rec, view.version)
+		} else if view.rec == nil && c.forceWait(view, now) > 0 {
+			// With Force, not a record, and not yet seen unchanged for long.
+			return nil, &HeldError{Key: c.key, Holder: view.badHolder, Token: view.badToken, Wait: c.forceWait(view, now), Bad: view.bad}
+		} else if view.rec == nil || c.expiresIn(view, now) <= 0 {
+			// Expired, released, or (with Force) a bad object seen unchanged
+			// for its TTL.
+			l, err := c.write(ctx, view)
 			if err == nil || !errors.Is(err, providers.ErrPrecondition) || attempt > 2 {
 				return l, err
 			}
@@ -236,27 +344,32 @@ func (c *Client) readForWrite(ctx context.Context) (*observation, error) {
 	return o, err
 }
 
-// write takes the lease over prev (nil: create, or force over a bad object)
-// at version ifVersion ("" to create). Unknown outcomes are resolved by
-// re-reading.
-func (c *Client) write(ctx context.Context, prev *Record, ifVersion string) (*Lease, error) {
+// write takes the lease over what o saw: a record, a bad object (with
+// Force), or nothing (o nil or absent: create). Unknown outcomes are
+// resolved by re-reading.
+func (c *Client) write(ctx context.Context, o *observation) (*Lease, error) {
+	base, ifVersion := c.highestSeen(), ""
+	switch {
+	case o == nil || o.absent():
+	case o.rec != nil:
+		base, ifVersion = o.rec.Token, o.version
+	default:
+		base, ifVersion = max(o.badToken, base), o.version
+		c.log.Warn("forcing over an object that is not a valid record", slog.Uint64("recovered_token", o.badToken))
+	}
+	token, err := c.nextToken(base)
+	if err != nil {
+		return nil, err
+	}
 	rec := &Record{
 		Schema:    SchemaVersion,
 		Name:      c.key,
-		Token:     1,
+		Token:     token,
 		Holder:    c.opts.Holder,
 		Nonce:     c.nonce(),
 		State:     StateHeld,
 		TTLMillis: c.opts.TTL.Milliseconds(),
 		Data:      c.opts.Data,
-	}
-	switch {
-	case prev != nil:
-		rec.Token = prev.Token + 1
-	case ifVersion != "":
-		rec.Token = max(c.forcedToken(ctx), c.highestSeen()) + 1
-	default:
-		rec.Token = c.highestSeen() + 1
 	}
 	sent := c.opts.Clock.Now()
 	rec.WrittenAt = time.Now().UTC()
@@ -269,29 +382,24 @@ func (c *Client) write(ctx context.Context, prev *Record, ifVersion string) (*Le
 	return c.newLease(rec, res, sent), nil
 }
 
-// forcedToken recovers what it can of the token of a bad object at the key,
-// so that forcing over it does not go backwards where that can be known.
-func (c *Client) forcedToken(ctx context.Context) uint64 {
-	obj, err := c.store.Get(ctx, c.key, MaxRecordSize)
-	if err != nil {
-		return 0
-	}
-	var v struct {
-		Token uint64 `json:"token"`
-	}
-	_ = json.NewDecoder(bytes.NewReader(obj.Data)).Decode(&v) // best effort: a foreign object has no token
-	c.log.Warn("forcing over an object that is not a valid record", slog.Uint64("recovered_token", v.Token))
-	return v.Token
-}
-
 // put writes rec conditionally (create if ifVersion is ""). If the outcome
 // is unknown, or the store reports a conflict, it re-reads until it can tell
-// whether rec landed (the record then carries rec.Nonce); if the record is
-// unchanged the write did not land and is tried again, a few times.
+// whether rec landed (the record then carries rec's holder and nonce); if
+// the record is unchanged the write has not landed and is tried again, a
+// few times, with the same bytes. An earlier attempt can still land late,
+// before the retry: the retry is then refused, and that refusal too is
+// resolved by re-reading for the nonce.
 func (c *Client) put(ctx context.Context, rec *Record, ifVersion string) (providers.WriteResult, error) {
+	res, _, err := c.putTracked(ctx, rec, ifVersion)
+	return res, err
+}
+
+// putTracked is put; uncertain reports that an attempt's outcome was
+// unknown, so that it may have landed even if put reports a refusal.
+func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string) (_ providers.WriteResult, uncertain bool, _ error) {
 	body, err := encodeRecord(rec)
 	if err != nil {
-		return providers.WriteResult{}, err
+		return providers.WriteResult{}, false, err
 	}
 	for attempt := 1; ; attempt++ {
 		var res providers.WriteResult
@@ -305,36 +413,40 @@ func (c *Client) put(ctx context.Context, rec *Record, ifVersion string) (provid
 			c.view = &observation{version: res.Version, rec: rec, since: c.opts.Clock.Now(), mine: true}
 			c.highest = max(c.highest, rec.Token)
 			c.mu.Unlock()
-			return res, nil
+			return res, uncertain, nil
 		}
-		if !errors.Is(err, providers.ErrUnknownOutcome) && !errors.Is(err, providers.ErrConflict) {
-			return res, err
+		// A retry refused: perhaps by an earlier attempt that landed late.
+		lateOwn := attempt > 1 && errors.Is(err, providers.ErrPrecondition)
+		if !lateOwn && !errors.Is(err, providers.ErrUnknownOutcome) && !errors.Is(err, providers.ErrConflict) {
+			return res, uncertain, err
 		}
+		uncertain = uncertain || errors.Is(err, providers.ErrUnknownOutcome)
 		c.log.Warn("write outcome unknown; re-reading", slog.Any("err", err))
 		if !safeguards.NonceCheck.Load() {
-			return providers.WriteResult{}, nil // assume it landed
+			return providers.WriteResult{}, uncertain, nil // assume it landed
 		}
-		res, landed, rerr := c.resolve(ctx, rec.Nonce, ifVersion, err)
+		res, landed, rerr := c.resolve(ctx, rec, ifVersion, err)
 		if rerr != nil || landed {
-			return res, rerr
+			return res, uncertain, rerr
 		}
 		if attempt == 3 {
-			return res, err
+			return res, uncertain, err
 		}
 	}
 }
 
-// resolve re-reads the record until it can tell whether the write carrying
-// nonce, made over ifVersion, landed. It reports landed = false with no
-// error if the record is as it was before the write (so it can be retried),
-// and ErrPrecondition if someone else's write is there instead.
-func (c *Client) resolve(ctx context.Context, nonce, ifVersion string, cause error) (providers.WriteResult, bool, error) {
+// resolve re-reads the record until it can tell whether the write of rec,
+// made over ifVersion, landed: the record then carries rec's holder and
+// nonce. It reports landed = false with no error if the record is as it was
+// before the write (so it can be retried), and ErrPrecondition if someone
+// else's write is there instead.
+func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cause error) (providers.WriteResult, bool, error) {
 	backoff := 50 * time.Millisecond
 	for {
 		o, err := c.read(ctx)
 		if err == nil {
 			switch {
-			case o.rec != nil && o.rec.Nonce == nonce:
+			case o.rec != nil && o.rec.Nonce == rec.Nonce && (o.rec.Holder == rec.Holder || !safeguards.OwnWriteCheck.Load()):
 				return providers.WriteResult{Version: o.version, LastModified: o.attrs.LastModified, StoreTime: o.attrs.StoreTime}, true, nil
 			case o.version == ifVersion: // unchanged ("" == absent for a create)
 				return providers.WriteResult{}, false, nil
@@ -394,6 +506,7 @@ func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 // isPermanent reports errors that waiting will not cure.
 func isPermanent(err error) bool {
 	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrNewerSchema) || errors.Is(err, ErrInvalidOptions) ||
+		errors.Is(err, ErrFencedObject) || errors.Is(err, ErrTokenExhausted) ||
 		errors.Is(err, providers.ErrInvalidKey) || errors.Is(err, ErrAmbiguous)
 }
 
@@ -438,16 +551,18 @@ func (c *Client) Break(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		rec := &Record{Schema: SchemaVersion, Name: c.key, Token: 1, Nonce: c.nonce(), State: StateReleased,
+		rec := &Record{Schema: SchemaVersion, Name: c.key, Nonce: c.nonce(), State: StateReleased,
 			TTLMillis: c.opts.TTL.Milliseconds(), WrittenAt: time.Now().UTC()}
+		base := c.highestSeen()
 		switch {
 		case o.rec != nil:
-			rec.Token = o.rec.Token + 1
+			base = o.rec.Token
 			rec.TTLMillis = o.rec.TTLMillis
-		case o.version != "":
-			rec.Token = max(c.forcedToken(ctx), c.highestSeen()) + 1
-		default:
-			rec.Token = c.highestSeen() + 1
+		case o.version != "": // with Force: not a record
+			base = max(o.badToken, base)
+		}
+		if rec.Token, err = c.nextToken(base); err != nil {
+			return 0, err
 		}
 		_, err = c.put(ctx, rec, o.version)
 		if err == nil {

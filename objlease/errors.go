@@ -25,6 +25,16 @@ var (
 	ErrNewerSchema = errors.New("lease record has a newer schema")
 	// ErrInvalidOptions: the options are inconsistent.
 	ErrInvalidOptions = errors.New("invalid lease options")
+	// ErrFencedObject: the object under the lease key was written through
+	// package fence: it is a fenced data object (or tombstone), not a lease
+	// record. It is never overwritten, not even with Options.Force: its
+	// token guards data, and a lease record in its place would let an older
+	// token write there again. The error is a *RecordError; it does not
+	// match ErrBadRecord.
+	ErrFencedObject = errors.New("object is a fenced data object, not a lease record")
+	// ErrTokenExhausted: the record's token is the largest a token can be,
+	// so no one can take the lease again (the next token would wrap to 0).
+	ErrTokenExhausted = errors.New("fencing token exhausted")
 	// ErrAmbiguous: a write's outcome could not be determined, even by
 	// re-reading, before the context ended. The lease may or may not be held
 	// by this client; if it is, it expires on its own after its TTL.
@@ -40,9 +50,18 @@ type HeldError struct {
 	// Wait is how much longer, at the least, this client must see the record
 	// unchanged before it may take over.
 	Wait time.Duration
+	// Bad is set when the object at the key is not a valid record and
+	// Options.Force is waiting to see it unchanged before replacing it: it
+	// may be the record of a live holder (of a newer objlease, say). Holder
+	// and Token are then what could be read of it.
+	Bad *RecordError
 }
 
 func (e *HeldError) Error() string {
+	if e.Bad != nil {
+		return fmt.Sprintf("lease %q: %v: %s; force replaces it only once it has been seen unchanged for its TTL, %v from now at the earliest",
+			e.Key, e.Bad.Err, e.Bad.Reason, e.Wait.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("lease %q: held by %q (token %d); expires for this client in %v at the earliest", e.Key, e.Holder, e.Token, e.Wait.Round(time.Millisecond))
 }
 
@@ -54,12 +73,15 @@ func (e *HeldError) Unwrap() error { return ErrHeld }
 type RecordError struct {
 	Key    string
 	Reason string
-	Err    error // ErrBadRecord or ErrNewerSchema
+	Err    error // ErrBadRecord, ErrNewerSchema or ErrFencedObject
 }
 
 func (e *RecordError) Error() string {
+	if e.Err == ErrFencedObject {
+		return fmt.Sprintf("lease %q: %s; it is never overwritten, not even with force", e.Key, e.Reason)
+	}
 	return fmt.Sprintf("lease %q: %v: %s (use force to overwrite it)", e.Key, e.Err, e.Reason)
 }
 
-// Unwrap returns ErrBadRecord or ErrNewerSchema.
+// Unwrap returns ErrBadRecord, ErrNewerSchema or ErrFencedObject.
 func (e *RecordError) Unwrap() error { return e.Err }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,9 +35,13 @@ type Lease struct {
 	// can end with the caller's context.
 	writing chan struct{}
 
-	mu         sync.Mutex
-	rec        *Record
-	version    string
+	mu      sync.Mutex
+	rec     *Record
+	version string
+	// unsure holds the nonces of this holder's renewals since its last
+	// confirmed write: any of them may still have landed (or land), and
+	// only a record carrying one of them, or rec's, is this lease's own.
+	unsure     []string
 	validUntil time.Time     // this holder's clock
 	lastSent   time.Time     // when the last successful write was sent
 	extended   chan struct{} // wakes the validity watcher after a renewal
@@ -97,6 +103,9 @@ func (l *Lease) Record() Record {
 
 // Context returns a context that is cancelled when the lease is lost or
 // released; context.Cause tells which (ErrLeaseLost or ErrReleased).
+// Release cancels it before it writes the released record, so that work
+// tied to it has been told to stop before anyone else can acquire; Err
+// then tells whether the release itself succeeded.
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Done is closed when the lease is lost or released.
@@ -117,7 +126,7 @@ func (l *Lease) Err() error {
 func (l *Lease) ValidFor() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended != nil {
+	if l.ended != nil || l.ctx.Err() != nil {
 		return 0
 	}
 	return l.validUntil.Sub(l.c.opts.Clock.Now())
@@ -247,6 +256,9 @@ func (l *Lease) renew(ctx context.Context) error {
 	next.Nonce = l.c.nonce()
 	next.Renewals++
 	next.WrittenAt = time.Now().UTC()
+	l.mu.Lock()
+	l.unsure = append(l.unsure, next.Nonce)
+	l.mu.Unlock()
 	sent := l.c.opts.Clock.Now()
 	res, err := l.c.put(ctx, &next, version)
 	l.c.recordRenew(l.c.opts.Clock.Now().Sub(sent), err)
@@ -262,6 +274,9 @@ func (l *Lease) renew(ctx context.Context) error {
 		return l.ended
 	}
 	l.rec, l.version = &next, res.Version
+	// Confirmed over the version the earlier, unsure renewals were written
+	// against: none of them can land now.
+	l.unsure = nil
 	l.validUntil = l.c.validUntil(sent)
 	l.lastSent = sent
 	select {
@@ -293,23 +308,41 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	next := *l.rec
 	version := l.version
+	own := append([]string{l.rec.Nonce}, l.unsure...)
+	validUntil := l.validUntil
 	l.mu.Unlock()
 
+	if safeguards.CallbackBeforeRelease.Load() {
+		// Work tied to the lease must have been told to stop before the
+		// released record lets anyone else acquire.
+		l.cancel(ErrReleased)
+	}
 	next.Nonce = l.c.nonce()
 	next.State = StateReleased
 	next.WrittenAt = time.Now().UTC()
 	next.Data = nil
 	var err error
+	var uncertain bool
 	if safeguards.KeepRecordOnRelease.Load() {
-		_, err = l.c.put(ctx, &next, version)
+		_, uncertain, err = l.c.putTracked(ctx, &next, version)
 	} else {
 		err = l.c.store.Delete(ctx, l.c.key, version)
 	}
 	if errors.Is(err, providers.ErrPrecondition) {
-		// A renewal abandoned by the cancellation above may have landed
-		// after all: only this holder writes its token in a held record.
-		if o, rerr := l.c.read(ctx); rerr == nil && o.rec != nil && o.rec.Token == next.Token && o.rec.State == StateHeld {
-			_, err = l.c.put(ctx, &next, o.version)
+		o, rerr := l.c.read(ctx)
+		if rerr == nil && l.ownWrite(o, next.Token, own) {
+			// A renewal abandoned by the cancellation above landed after all.
+			var u bool
+			_, u, err = l.c.putTracked(ctx, &next, o.version)
+			uncertain = uncertain || u
+			if errors.Is(err, providers.ErrPrecondition) {
+				o, rerr = l.c.read(ctx)
+			}
+		}
+		if errors.Is(err, providers.ErrPrecondition) && rerr == nil && uncertain && successor(o, next.Token, validUntil) {
+			// The release landed, its reply was lost, and the lease was
+			// taken after it.
+			err = nil
 		}
 	}
 	if errors.Is(err, providers.ErrPrecondition) {
@@ -325,4 +358,26 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.end(ErrReleased)
 	l.c.log.Info("lease released", slog.Uint64("token", next.Token))
 	return nil
+}
+
+// ownWrite reports whether o is a held record that carries one of this
+// lease's own writes (its holder and one of the nonces it wrote), so that
+// this holder may replace it although its version is not the one it knows.
+func (l *Lease) ownWrite(o *observation, token uint64, nonces []string) bool {
+	if o.rec == nil || o.rec.State != StateHeld || o.rec.Token != token {
+		return false
+	}
+	if !safeguards.OwnWriteCheck.Load() {
+		return true // the token alone, as if nobody else could write it
+	}
+	return o.rec.Holder == l.c.opts.Holder && slices.Contains(nonces, o.rec.Nonce)
+}
+
+// successor reports whether o proves that this holder's release of token
+// landed: o is the next token, written by an acquirer (Break names no
+// holder), first seen while this holder's validity still ran. Within its
+// validity nobody takes over a held record of this holder's, so the lease
+// can only have been acquired after the release.
+func successor(o *observation, token uint64, validUntil time.Time) bool {
+	return o.rec != nil && token < math.MaxUint64 && o.rec.Token == token+1 && o.rec.Holder != "" && o.since.Before(validUntil)
 }

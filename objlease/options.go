@@ -16,15 +16,28 @@ const (
 	DefaultDriftBound = 0.01
 )
 
+// Bounds on timings. A lease must leave time to renew it: below these, a
+// renewal's ordinary latency would lose the lease, or renewals would hammer
+// the store.
+const (
+	// MinTTL is the shortest TTL accepted (MaxTTL the longest).
+	MinTTL = 100 * time.Millisecond
+	// MinRenewInterval is the shortest renewal interval accepted.
+	MinRenewInterval = 10 * time.Millisecond
+)
+
 // Options configure a Client. The zero value is usable: every zero field
 // takes its default. New validates the fields together.
 type Options struct {
-	// TTL is how long a lease lasts after each successful write. Default 30 s.
+	// TTL is how long a lease lasts after each successful write. Default
+	// 30 s. It must be a whole number of milliseconds, because the record
+	// carries it in milliseconds (ttl_ms) and the holder and every contender
+	// must count the same TTL, and it must be from MinTTL to MaxTTL.
 	TTL time.Duration
 	// RenewInterval is how often a held lease is renewed. Default TTL/3. It
 	// must leave room for at least two renewals within the holder's safe
-	// validity (TTL × (1 − DriftBound)), and respect the store's
-	// MinWriteInterval.
+	// validity (TTL × (1 − DriftBound)), be at least MinRenewInterval, and
+	// respect the store's MinWriteInterval.
 	RenewInterval time.Duration
 	// PollInterval is how often Acquire retries while the lease is held
 	// elsewhere (jittered down by up to 20 %). Default RenewInterval.
@@ -44,16 +57,23 @@ type Options struct {
 	// (for example the leader's address). At most MaxDataSize bytes.
 	Data []byte
 	// Force allows overwriting an object at the key that is not a valid
-	// record (malformed, foreign, or of a newer schema). Without it such an
-	// object is reported and left alone.
+	// record (malformed, foreign, of a newer schema, or whose token went
+	// back). Without it such an object is reported and left alone. Even
+	// with it, acquiring waits until the object has been seen unchanged for
+	// its TTL × (1 + DriftBound) (its own ttl_ms where that can be read,
+	// else this client's TTL), because it may be a live holder's record,
+	// and continues above the highest token known. An object written
+	// through package fence is never overwritten.
 	Force bool
 
 	// Clock is the time source. Default the real clock.
 	Clock clock.Clock
 	// Logger receives structured logs. Default: discard.
 	Logger *slog.Logger
-	// Rand is the source of jitter and nonces. Default seeded at random; set
-	// it to make a simulation reproducible. It is used under a lock.
+	// Rand is the source of jitter. Default seeded at random; set it to make
+	// a simulation reproducible. It is used under a lock. It also feeds the
+	// nonces, but they are unique whatever it is seeded with: each Client
+	// mixes in a salt of its own from crypto/rand.
 	Rand *rand.Rand
 }
 
@@ -112,14 +132,22 @@ func (o Options) validate(minWrite time.Duration) error {
 	switch {
 	case o.TTL < 0 || o.RenewInterval < 0 || o.PollInterval < 0:
 		return bad("durations must not be negative (TTL %v, RenewInterval %v, PollInterval %v)", o.TTL, o.RenewInterval, o.PollInterval)
-	case o.TTL < time.Millisecond:
-		return bad("TTL %v is below the record's 1 ms resolution", o.TTL)
-	case o.TTL > MaxTTL:
-		return bad("TTL %v is more than %v", o.TTL, MaxTTL)
+	case o.TTL < MinTTL || o.TTL > MaxTTL:
+		what := "too short: the lease could not be renewed in time"
+		if o.TTL > MaxTTL {
+			what = "too long"
+		}
+		return bad("TTL %v is %s: a TTL must be from %v to %v", o.TTL, what, MinTTL, MaxTTL)
+	case o.TTL%time.Millisecond != 0:
+		// The record carries whole milliseconds: a holder counting more
+		// than a contender reads would overlap it.
+		return bad("TTL %v is not a whole number of milliseconds, as the record stores it (try %v)", o.TTL, o.TTL.Truncate(time.Millisecond))
 	case o.DriftBound < 0 || o.DriftBound >= 0.5:
 		return bad("DriftBound %v must be in [0, 0.5)", o.DriftBound)
 	case 2*o.RenewInterval > safe:
 		return bad("RenewInterval %v must be at most half the holder's safe validity TTL × (1 − DriftBound) = %v, so that a failed renewal can be retried", o.RenewInterval, safe)
+	case o.RenewInterval < MinRenewInterval:
+		return bad("RenewInterval %v is below %v: renewals would hammer the store", o.RenewInterval, MinRenewInterval)
 	case o.RenewInterval < minWrite:
 		return bad("RenewInterval %v is below the store's minimum interval between writes to one object (%v)", o.RenewInterval, minWrite)
 	case o.StoreClock != nil && o.StoreClock.Margin < 0:

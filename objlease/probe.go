@@ -34,7 +34,9 @@ type ProbeReport struct {
 
 // Probe checks, with a scratch object under prefix, that store refuses the
 // writes the lease protocol relies on it to refuse: a second create, a
-// replace or delete with a stale version, a replace of a missing object. It
+// replace or delete with a stale version, a replace of a missing object; and
+// that the object is intact after the stale delete. Each check is answered
+// by the store itself, not by a client-side comparison. It
 // removes what it wrote (as far as the store allows). It returns a report,
 // and an error matching ErrStoreUnsafe if any check failed. Run it before
 // trusting a store, especially an S3-compatible one: some accept conditional
@@ -106,6 +108,8 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 	if err := refused("replace of a missing object", ignore(replace(missing, "objlease probe 5", v2.Version))); err != nil {
 		return r, err
 	}
+	// The stale delete must reach the store and be refused there; the read
+	// below then checks that the object survived it.
 	if err := refused("delete with a stale version", timed("delete", func() (time.Time, error) {
 		return time.Time{}, store.Delete(ctx, key, v1.Version)
 	})); err != nil {
@@ -122,7 +126,7 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 	})
 	switch {
 	case errors.Is(err, providers.ErrNotFound):
-		r.Failures = append(r.Failures, "the object is gone after a refused delete")
+		r.Failures = append(r.Failures, "the object is gone after a delete with a stale version")
 	case err != nil:
 		return r, fmt.Errorf("probe: %w", err)
 	case !bytes.Equal(obj.Data, []byte("objlease probe 3")):

@@ -40,12 +40,14 @@ type Record struct {
 	// acquisition and never goes back.
 	Token  uint64 `json:"token"`
 	Holder string `json:"holder,omitempty"`
-	// Nonce is unique to each write, so a writer recognises its own write
-	// after a lost response, and a record's bytes (hence its version) never
+	// Nonce is unique to each write (a per-client salt, then random bits),
+	// so a writer recognises its own write after a lost response by its
+	// holder and nonce, and a record's bytes (hence its version) never
 	// repeat even on stores whose versions are content hashes.
 	Nonce string `json:"nonce"`
 	State State  `json:"state"`
-	// TTLMillis is the lease duration the holder promised to respect.
+	// TTLMillis is the lease duration the holder promised to respect. The
+	// holder counts exactly this: Options.TTL is whole milliseconds.
 	TTLMillis int64 `json:"ttl_ms"`
 	// Timestamps are the writer's wall clock, for people reading the record.
 	// The protocol never compares them across machines.

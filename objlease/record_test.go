@@ -19,16 +19,17 @@ func TestBadRecordsAreReportedAndKept(t *testing.T) {
 		name, body string
 		want       error
 		reason     string
-		forcedTok  uint64 // token after a forced acquire
+		forcedTok  uint64        // token after a forced acquire
+		forceWait  time.Duration // how long force waits first: its ttl_ms, else the client's TTL (10 s), × 1.01
 	}{
-		{"not JSON", "hello world", objlease.ErrBadRecord, "not JSON", 1},
-		{"foreign JSON", `{"kind":"config","token":41}`, objlease.ErrBadRecord, "not an objlease record", 42},
-		{"newer schema", `{"objlease":2,"token":9,"fancy":true}`, objlease.ErrNewerSchema, "schema 2", 10},
-		{"unknown state", strings.Replace(valid, `"held"`, `"zombie"`, 1), objlease.ErrBadRecord, `unknown state "zombie"`, 8},
-		{"token zero", strings.Replace(valid, `"token":7`, `"token":0`, 1), objlease.ErrBadRecord, "token is 0", 1},
-		{"unknown field", strings.Replace(valid, `"renewals":0`, `"renewals":0,"x":1`, 1), objlease.ErrBadRecord, "unknown field", 8},
-		{"trailing data", valid + `{}`, objlease.ErrBadRecord, "not JSON", 8},
-		{"oversized", `{"objlease":1,"pad":"` + strings.Repeat("x", objlease.MaxRecordSize) + `"}`, objlease.ErrBadRecord, "larger than", 1},
+		{"not JSON", "hello world", objlease.ErrBadRecord, "not JSON", 1, 10100 * time.Millisecond},
+		{"foreign JSON", `{"kind":"config","token":41}`, objlease.ErrBadRecord, "not an objlease record", 42, 10100 * time.Millisecond},
+		{"newer schema", `{"objlease":2,"token":9,"fancy":true}`, objlease.ErrNewerSchema, "schema 2", 10, 10100 * time.Millisecond},
+		{"unknown state", strings.Replace(valid, `"held"`, `"zombie"`, 1), objlease.ErrBadRecord, `unknown state "zombie"`, 8, 1010 * time.Millisecond},
+		{"token zero", strings.Replace(valid, `"token":7`, `"token":0`, 1), objlease.ErrBadRecord, "token is 0", 1, 1010 * time.Millisecond},
+		{"unknown field", strings.Replace(valid, `"renewals":0`, `"renewals":0,"x":1`, 1), objlease.ErrBadRecord, "unknown field", 8, 1010 * time.Millisecond},
+		{"trailing data", valid + `{}`, objlease.ErrBadRecord, "not JSON", 8, 1010 * time.Millisecond},
+		{"oversized", `{"objlease":1,"pad":"` + strings.Repeat("x", objlease.MaxRecordSize) + `"}`, objlease.ErrBadRecord, "larger than", 1, 10100 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -60,7 +61,14 @@ func TestBadRecordsAreReportedAndKept(t *testing.T) {
 				t.Fatal("the object was changed without force")
 			}
 
+			// Force waits out the object's TTL first: it may be a live
+			// holder's record.
 			f := newClient(t, m, "a", clk, func(o *objlease.Options) { o.Force = true })
+			var he *objlease.HeldError
+			if _, err := f.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != tc.forceWait || !errors.Is(he.Bad, tc.want) {
+				t.Fatalf("forced acquire at first sight: %v, want to wait %v", err, tc.forceWait)
+			}
+			clk.Advance(he.Wait)
 			l, err := f.TryAcquire(ctx)
 			if err != nil {
 				t.Fatalf("forced acquire: %v", err)
@@ -83,7 +91,7 @@ func TestOptionsValidated(t *testing.T) {
 		{"renew too slow", objlease.Options{TTL: 10 * time.Second, RenewInterval: 5 * time.Second}, "RenewInterval 5s must be at most half"},
 		{"drift too big", objlease.Options{DriftBound: 0.5}, "DriftBound 0.5"},
 		{"negative ttl", objlease.Options{TTL: -time.Second}, "must not be negative"},
-		{"tiny ttl", objlease.Options{TTL: time.Microsecond}, "1 ms resolution"},
+		{"tiny ttl", objlease.Options{TTL: time.Microsecond}, "a TTL must be from 100ms to"},
 		{"big data", objlease.Options{Data: make([]byte, objlease.MaxDataSize+1)}, "Data is"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,6 +181,13 @@ func TestAcquireWaitsForExpiry(t *testing.T) {
 		select {
 		case l := <-got:
 			defer l.Release(ctx)
+			// The loop may have advanced the clock to the new lease's own
+			// timers before the lease reached this channel: count to the
+			// moment the acquiring write was sent, which its validity
+			// (sent + TTL × (1 − b)) gives back.
+			o := c.Options()
+			sent := clk.Now().Add(l.ValidFor()).Add(-time.Duration(float64(o.TTL) * (1 - o.DriftBound)))
+			elapsed = sent.Sub(epoch)
 			// Expiry at TTL × 1.01 = 10.1 s after the first sighting; the
 			// waiter wakes 1 ms later, not a whole poll interval later.
 			if elapsed < 10100*time.Millisecond || elapsed > 10100*time.Millisecond+2*time.Second {

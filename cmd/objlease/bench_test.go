@@ -106,8 +106,11 @@ func TestBenchAllSectionsJSON(t *testing.T) {
 			t.Errorf("failover under the %s rule: %+v", rule.Rule, rule)
 		}
 	}
-	if fr := f.Fresh[0]; fr.Rule != ruleStoreClock || fr.MaxTrips > freshGoal || !fr.GoalMet {
-		t.Errorf("fresh takeover with the store clock: %+v, want at most %d round trips", fr, freshGoal)
+	// The file store reports no store time, so there the store-clock rule
+	// falls back to the observed-time rule and the round-trip goal of a
+	// fresh takeover does not apply.
+	if fr := f.Fresh[0]; fr.Rule != ruleStoreClock || fr.Trials != 1 {
+		t.Errorf("fresh takeover with the store clock: %+v, want one trial", fr)
 	}
 	if a := r.Advice; a == nil || a.TTLMs < 1000 || math.Abs(3*a.RenewMs-a.TTLMs) > 1 {
 		t.Errorf("advice %+v", a)

@@ -52,7 +52,8 @@ func (c *cli) flags(name string) *flagSet {
 	for _, n := range flagsOf[name] {
 		switch n {
 		case "ttl":
-			f.DurationVar(&f.ttl, n, objlease.DefaultTTL, "how long the lease lasts after each write; it is renewed every TTL/3 while held")
+			f.ttl = objlease.DefaultTTL
+			f.Var((*ttlFlag)(&f.ttl), n, "how long the lease lasts after each write, as a `duration` with a unit, whole milliseconds from 100ms to 8784h; it is renewed every TTL/3 while held")
 		case "holder":
 			f.StringVar(&f.holder, n, "", "holder `identity` written in the record (default HOST/PID/RANDOM)")
 		case "drift":
@@ -202,5 +203,19 @@ func (w *waitFlag) Set(s string) error {
 		return fmt.Errorf("%v is negative", d)
 	}
 	w.set, w.d = true, d
+	return nil
+}
+
+// ttlFlag is --ttl: a duration whose parse error says what is expected.
+type ttlFlag time.Duration
+
+func (t *ttlFlag) String() string { return time.Duration(*t).String() }
+
+func (t *ttlFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%w: want a duration with a unit (30s, 500ms, 2m), from %v to %v", err, objlease.MinTTL, objlease.MaxTTL)
+	}
+	*t = ttlFlag(d)
 	return nil
 }

@@ -1,8 +1,22 @@
 // Package election elects a leader through a lease, in the spirit of
 // client-go's leaderelection: campaign until the context ends, with
 // callbacks when this process starts and stops leading and when a new leader
-// is observed. The leader's callback context is cancelled no later than the
-// moment its lease could be taken over by anyone else.
+// is observed.
+//
+// Two leaders' callbacks never run at once as long as each callback stops
+// acting when its context ends:
+//
+//   - Stepping down (Run's context ends, or Resign): the callback's context
+//     is cancelled, the elector waits for the callback to return, renewing
+//     the lease meanwhile, and only then releases the lease. A callback that
+//     takes long to return keeps the lease, and Run, until it does.
+//   - Losing the lease (renewals failed, or it was broken): the callback's
+//     context ends no later than the end of the holder's safe validity,
+//     before anyone else can take over. A callback that ignores its context
+//     then may still be acting when the next leader starts: nothing here can
+//     stop it. What protects the resource then is fencing: writes that carry
+//     the lease's token and that the resource refuses once a higher token has
+//     written (package fence).
 package election
 
 import (
@@ -13,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/objlease"
 )
 
@@ -30,8 +45,10 @@ type Config struct {
 	// renew and poll intervals) and Data, which observers see.
 	Client *objlease.Client
 	// OnStartedLeading runs in its own goroutine when this process becomes
-	// leader. ctx is cancelled when leadership ends; the elector waits for
-	// the callback to return before campaigning again.
+	// leader. ctx is cancelled when leadership ends or is to end; the elector
+	// waits for the callback to return before it releases the lease and
+	// before campaigning again. See the package doc for what happens if the
+	// callback goes on acting after ctx ends.
 	OnStartedLeading func(ctx context.Context, lease *objlease.Lease)
 	// OnStoppedLeading, optional, runs after leadership ends.
 	OnStoppedLeading func()
@@ -39,6 +56,10 @@ type Config struct {
 	// (including to this process).
 	OnNewLeader func(Leader)
 }
+
+// errSteppingDown is the cause of a callback's context when this process
+// steps down: its lease is about to be released.
+var errSteppingDown = fmt.Errorf("%w: stepping down", objlease.ErrReleased)
 
 // Elector campaigns for leadership.
 type Elector struct {
@@ -110,19 +131,33 @@ func (e *Elector) lead(ctx context.Context, lease *objlease.Lease) {
 	e.lease = lease
 	e.mu.Unlock()
 	e.observe(Leader{Holder: lease.Holder(), Token: lease.Token(), Data: lease.Record().Data, Self: true})
+	cbCtx, stop := context.WithCancelCause(lease.Context())
+	defer stop(nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.cfg.OnStartedLeading(lease.Context(), lease)
+		e.cfg.OnStartedLeading(cbCtx, lease)
 	}()
 	select {
 	case <-lease.Done(): // lost
 	case <-ctx.Done(): // stopped or resigned
 	}
-	if err := lease.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, objlease.ErrLeaseLost) {
-		e.log.Warn("release on stepping down failed; the lease will expire", slog.Any("err", err))
+	release := func() {
+		if err := lease.Release(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, objlease.ErrLeaseLost) {
+			e.log.Warn("release on stepping down failed; the lease will expire", slog.Any("err", err))
+		}
 	}
-	<-done
+	if safeguards.CallbackBeforeRelease.Load() {
+		// Nobody else may lead before this callback has returned: end its
+		// context, wait for it (the lease is still renewed meanwhile), and
+		// only then write the released record.
+		stop(errSteppingDown)
+		<-done
+		release()
+	} else {
+		release()
+		<-done
+	}
 	e.mu.Lock()
 	e.lease = nil
 	e.mu.Unlock()
@@ -141,8 +176,8 @@ func (e *Elector) observe(l Leader) {
 	}
 }
 
-// Resign steps down if leading (releasing the lease, keeping its token) and
-// makes Run return.
+// Resign steps down if leading (releasing the lease, keeping its token, once
+// OnStartedLeading has returned) and makes Run return.
 func (e *Elector) Resign() { e.once.Do(func() { close(e.resign) }) }
 
 // Leader returns the last leader observed, and whether there was one.
@@ -179,9 +214,11 @@ func Observe(ctx context.Context, c *objlease.Client) (leader Leader, ok bool, e
 // RunOnce is the short form for serverless jobs: try once to become leader;
 // if another process leads, return an error matching objlease.ErrHeld
 // without running work. Otherwise run work with the lease renewed in the
-// background and release it at the end. work's context is cancelled if the
-// lease is lost; RunOnce then returns an error matching
-// objlease.ErrLeaseLost along with work's own.
+// background and release it at the end, after cancelling work's context
+// (so that anything work left running with it is told to stop before
+// another process can run). work's context is cancelled if the lease is
+// lost; RunOnce then returns an error matching objlease.ErrLeaseLost along
+// with work's own.
 func RunOnce(ctx context.Context, c *objlease.Client, work func(ctx context.Context, lease *objlease.Lease) error) error {
 	lease, err := c.TryAcquire(ctx)
 	if err != nil {
@@ -197,5 +234,10 @@ func RunOnce(ctx context.Context, c *objlease.Client, work func(ctx context.Cont
 		}
 	}()
 	werr := work(wctx, lease)
+	if safeguards.CallbackBeforeRelease.Load() {
+		// Whatever work left running with wctx is told to stop before the
+		// released record lets another process run.
+		cancel(errSteppingDown)
+	}
 	return errors.Join(werr, lease.Release(context.WithoutCancel(ctx)))
 }

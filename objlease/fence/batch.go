@@ -198,6 +198,9 @@ func readManifest(ctx context.Context, store providers.Store, prefix string) (*M
 	dec := json.NewDecoder(bytes.NewReader(obj.Data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
+		if tok, ok := leaseRecord(obj.Data); ok {
+			return nil, leaseRecordError(key, tok)
+		}
 		return nil, fmt.Errorf("manifest %q: not a valid objlease manifest: %w", key, err)
 	}
 	if m.Schema != ManifestSchema {
@@ -235,10 +238,16 @@ func Collect(ctx context.Context, store providers.Store, prefix string) (int, er
 			if !ok || perr != nil || t >= m.Token || live[o.Key] {
 				continue
 			}
-			if err := store.Delete(ctx, o.Key, o.Version); err != nil && !errors.Is(err, providers.ErrPrecondition) {
+			// Deleting by the listed version may, where versions repeat,
+			// delete a later object with the same bytes: only an orphan
+			// of a token below the committed one can be there, and no
+			// later commit can list it.
+			switch err := store.Delete(ctx, o.Key, o.Version); {
+			case err == nil:
+				deleted++
+			case !errors.Is(err, providers.ErrPrecondition):
 				return deleted, err
 			}
-			deleted++
 		}
 		if page.NextToken == "" {
 			return deleted, nil

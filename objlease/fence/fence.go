@@ -12,6 +12,8 @@
 //     in-place check can be fooled (ABA), so Put and Delete refuse such a
 //     store with ErrVersionsRepeat unless the caller promises that no two
 //     writes to the key carry identical bytes (Options.UniquePayloads).
+//     Tombstones are unique by construction. Neither ever replaces or
+//     deletes a lease record (ErrLeaseRecord).
 //   - Batch guards an output prefix: a job writes objects under a directory
 //     of its own token (write-once creates, immune to ABA), then commits a
 //     manifest by conditional write. Readers see exactly the committed set.
@@ -22,10 +24,14 @@ package fence
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
+	"github.com/objlease/objlease/internal/entropy"
+	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -43,6 +49,10 @@ var (
 	// in-place fenced write cannot be made safe without
 	// Options.UniquePayloads. Use a Batch instead, or make payloads unique.
 	ErrVersionsRepeat = errors.New("in-place fencing is not safe on a store whose versions repeat")
+	// ErrLeaseRecord: the object is a lease record, which a fenced write
+	// never replaces or deletes (it would destroy the lease and its token).
+	// End a lease with objlease's Release or Break instead.
+	ErrLeaseRecord = errors.New("object is a lease record, not a fenced object")
 )
 
 // StaleError reports a refused fenced write.
@@ -80,10 +90,11 @@ type Options struct {
 // Put writes data to key if token is at least the highest token that has
 // written key, as one conditional write against the version it checked. It
 // returns an error matching ErrStale if the store holds a higher token. It
-// costs two requests (stat + write), or one with Options.LastVersion, and
-// retries only when it lost a race to another writer. An error matching
-// providers.ErrUnknownOutcome means the write may have landed; repeating the
-// same Put is safe.
+// costs two requests (stat + write), or one with Options.LastVersion, plus
+// a read the first time it writes an object that carries no token (to refuse
+// a lease record: ErrLeaseRecord), and retries only when it lost a race to
+// another writer. An error matching providers.ErrUnknownOutcome means the
+// write may have landed; repeating the same Put is safe.
 func Put(ctx context.Context, store providers.Store, key string, token uint64, data []byte, opts Options) (providers.WriteResult, error) {
 	if err := checkStore(store, key, opts); err != nil {
 		return providers.WriteResult{}, err
@@ -103,16 +114,74 @@ func Put(ctx context.Context, store providers.Store, key string, token uint64, d
 }
 
 // Delete removes key's content if token is at least the highest that has
-// written it. The object is replaced by an empty tombstone that keeps the
-// token, because deleting it outright would let an older token write it
-// again. Get reports a tombstone as providers.ErrNotFound.
+// written it. The object is replaced by a tombstone that keeps the token,
+// because deleting it outright would let an older token write it again. Get
+// reports a tombstone as providers.ErrNotFound.
+//
+// Every tombstone's bytes are unique (they carry the token and a random
+// nonce): where versions are content hashes (S3 ETags), two empty tombstones
+// would have the same version, and a writer that had read the first could
+// overwrite the second with its conditional write.
 func Delete(ctx context.Context, store providers.Store, key string, token uint64, opts Options) error {
 	if err := checkStore(store, key, opts); err != nil {
 		return err
 	}
 	md := map[string]string{TokenKey: strconv.FormatUint(token, 10), TombstoneKey: "true"}
-	_, err := write(ctx, "delete", store, key, token, nil, md)
+	_, err := write(ctx, "delete", store, key, token, tombstone(token), md)
 	return err
+}
+
+// tombstone returns the bytes of a tombstone written by token.
+func tombstone(token uint64) []byte {
+	if !safeguards.UniqueTombstones.Load() {
+		return nil
+	}
+	nonce := make([]byte, 16)
+	entropy.Read(nonce)
+	b, _ := json.Marshal(struct {
+		Tombstone bool   `json:"objlease_tombstone"`
+		Token     uint64 `json:"token"`
+		Nonce     string `json:"nonce"`
+	}{true, token, hex.EncodeToString(nonce)})
+	return b
+}
+
+// maxLeaseRecordSize bounds the read of an object that may be a lease
+// record; objlease.MaxRecordSize, which this package cannot import.
+const maxLeaseRecordSize = 64 << 10
+
+// leaseRecord reports whether b is a lease record: a JSON object with an
+// "objlease" schema field. token is the record's token, if it has one.
+func leaseRecord(b []byte) (token uint64, ok bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(b, &fields) != nil {
+		return 0, false
+	}
+	if _, ok = fields["objlease"]; ok {
+		_ = json.Unmarshal(fields["token"], &token)
+	}
+	return token, ok
+}
+
+func leaseRecordError(key string, token uint64) error {
+	return fmt.Errorf("%q: %w (lease token %d): fenced writes never replace or delete a lease; end it with release or break", key, ErrLeaseRecord, token)
+}
+
+// unfenced checks an object that carries no fence metadata and returns the
+// attributes to write against: it is read once, to refuse a lease record.
+// A fenced write to any other object fences it from then on.
+func unfenced(ctx context.Context, store providers.Store, key string, a *providers.Attrs) (*providers.Attrs, error) {
+	obj, err := store.Get(ctx, key, maxLeaseRecordSize)
+	switch {
+	case errors.Is(err, providers.ErrTooLarge):
+		return a, nil // larger than any lease record
+	case err != nil:
+		return nil, err
+	}
+	if tok, ok := leaseRecord(obj.Data); ok {
+		return nil, leaseRecordError(key, tok)
+	}
+	return &obj.Attrs, nil // the version whose bytes were checked
 }
 
 // Get reads a fenced object and the token that last wrote it.
@@ -161,6 +230,15 @@ func write(ctx context.Context, op string, store providers.Store, key string, to
 		}
 		if err != nil {
 			return providers.WriteResult{}, err
+		}
+		if _, fenced := a.Metadata[TokenKey]; !fenced {
+			a, err = unfenced(ctx, store, key, a)
+			if errors.Is(err, providers.ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return providers.WriteResult{}, err
+			}
 		}
 		highest, err := tokenOf(key, a.Metadata)
 		if err != nil {

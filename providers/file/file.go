@@ -1,16 +1,85 @@
 // Package file is a store in a local directory: the directory is the bucket
 // and a key such as "jobs/nightly" is the file jobs/nightly below it.
 //
-// Conditional writes are atomic across processes on one machine: a writer
-// holds an exclusive flock on a per-key lock file, writes a temporary file,
-// syncs it and renames it over the object, so readers only ever see whole
-// objects. Each object file carries its version and metadata in a header
-// before the bytes, so all three are read together.
+// # On disk
+//
+// The file at an object's path holds exactly the bytes written, so other
+// tools can read it. Its attributes live beside it, in the same directory:
+//
+//	jobs/nightly                       the data, as written
+//	jobs/.objlease-attrs.nightly       sidecar: version, metadata, last
+//	                                   modified, size and SHA-256 of the data
+//	jobs/.objlease-lock.nightly        lock file (flock)
+//	jobs/.objlease-pending.nightly     new data while a write is under way
+//	jobs/.objlease-attrs-new.nightly   new sidecar while a write is under way
+//
+// (Where the name would exceed 255 bytes, the part after the store's prefix
+// is a hash of the object's name instead.) Names whose path segments start
+// with ".objlease" are the store's own: they never appear in List, and keys
+// naming them are refused with providers.ErrInvalidKey.
+//
+// A file with no valid sidecar, put there by another tool, is an object too:
+// its version is derived from its content and modification time, its
+// metadata is empty, and Create at its path is refused (reading or listing
+// such a file hashes it whole). A sidecar that no longer matches its data,
+// because another tool changed the data, is dropped: the file is then such
+// a plain object. Files the store cannot read are left out of listings.
+// Objects written by earlier releases, whose files began with an
+// "objlease-object v1" header, are read as the objects they were (version
+// and metadata from the header); their next write stores them in the
+// layout above. Processes of earlier releases lock differently and must
+// not share a directory with this one.
+//
+// # Locking
+//
+// Every write holds an exclusive flock on the object's lock file, which sits
+// beside the object in its directory. Every path that reaches the file
+// (through another store root, a symbolic link to a directory, a bind
+// mount) therefore reaches the same lock; a symbolic link at the object's
+// own name is resolved first, so a write through it takes the lock beside
+// the file it points at and replaces that file, not the link. Hard links
+// are not recognised: a second name for the same file is another object,
+// and the first write through either name separates them. Taking the lock honours the
+// context: it is tried without blocking and retried with a short backoff
+// until the context ends. Delete removes the lock file while holding it; a
+// writer that then gets the lock on the removed file notices and starts
+// over. Reads take no lock unless they find a write interrupted half-way.
+//
+// # Crash safety
+//
+// A write puts the new data in the pending file and syncs it, writes and
+// syncs the new sidecar, renames it over the old one and syncs the
+// directory (the commit point), then renames the pending file over the
+// data. A crash at any point leaves the old object or the new one whole,
+// never the data of one with the attributes of the other: a reader that
+// finds data not matching the sidecar (by size and SHA-256) takes the lock
+// and rolls the pending file forward if it matches (before the commit
+// point, the old sidecar and data still match each other). Delete removes
+// the pending file, then the data, syncs, and only then the sidecar.
+//
+// # Clocks
+//
+// The store has no clock of its own: LastModified is the writing process's
+// wall clock, kept for people reading it, and StoreTime is never reported
+// (zero), so a lease client's store-clock rule does not apply and the
+// observed-time rule decides alone. A stepped wall clock or two machines
+// sharing a directory therefore cannot shorten a lease.
+//
+// # Shared and network directories
+//
+// Writes are atomic and exclusive across processes on one machine, on any
+// local file system with flock and atomic rename. On NFS, Linux emulates
+// flock with byte-range locks that the server arbitrates (since 2.6.12) and
+// rename is atomic on the server, so writers on different machines exclude
+// each other too; reads without the lock rely on close-to-open consistency,
+// NFS's default (not with "nocto"). The store promises nothing where locks
+// are not shared between machines (NFS with "nolock" or "local_lock", some
+// SMB and FUSE mounts, synced folders such as Dropbox). Machines sharing a
+// directory never compare their clocks (see Clocks).
 //
 // As in any file system, a key cannot be both an object and a directory:
 // while "a/b" exists, creating "a" fails with providers.ErrInvalidKey, and
-// the other way round. Path segments starting with ".objlease" are reserved
-// for the store's lock and temporary files.
+// the other way round.
 //
 // Importing the package registers the URL scheme "file": file:///abs/dir/name
 // opens the directory /abs/dir (creating it if missing) and points at key
@@ -18,7 +87,7 @@
 package file
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -28,6 +97,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	mrand "math/rand/v2"
 	"net/url"
 	"os"
 	"path"
@@ -37,28 +107,32 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
 
-// ErrCorrupt reports an object file that cannot be decoded. The store never
-// writes one (objects appear only by rename once complete), so it means the
-// file was changed by something else.
-var ErrCorrupt = errors.New("corrupt object file")
-
 const (
-	reserved  = ".objlease" // prefix of every name the store keeps for itself
-	lockDir   = reserved + "-locks"
-	tmpPrefix = reserved + "-tmp-"
-	magic     = "objlease-object v1\n"
-	maxHeader = 1 << 20 // bounds what a damaged file can make a reader allocate
+	reserved   = ".objlease" // prefix of every name the store keeps for itself
+	lockDir    = reserved + "-locks"
+	oldMagic   = "objlease-object v1\n" // header of objects written by earlier releases
+	maxSidecar = 1 << 20                // bounds what a damaged file can make a reader allocate
+	maxName    = 255
 )
 
-// header is the JSON line that follows the magic line in an object file.
-type header struct {
+// sidecar is the content of an object's attributes file.
+type sidecar struct {
 	Version  string            `json:"version"`
 	Size     int64             `json:"size"`
+	SHA256   string            `json:"sha256"`
 	Modified time.Time         `json:"modified"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Inode and MtimeNs identify the data file the write renamed into
+	// place, so that a reader can recognise it without hashing it.
+	Inode uint64 `json:"inode,omitempty"`
+	// Pending names the file in the object's directory that holds this
+	// version's data until it is renamed into place.
+	Pending string `json:"pending,omitempty"`
+	MtimeNs int64  `json:"mtime_ns,omitempty"`
 }
 
 func init() { providers.Register("file", open) }
@@ -66,11 +140,21 @@ func init() { providers.Register("file", open) }
 // Store keeps objects in a directory. It is safe for concurrent use by
 // goroutines and by processes sharing the directory.
 type Store struct {
-	root string // absolute
+	root  string           // absolute
+	real  string           // root with symbolic links resolved
+	now   func() time.Time // the writer's clock, for LastModified
+	crash func(stage string)
 }
 
+// An Option configures a Store.
+type Option func(*Store)
+
+// WithClock makes the store stamp LastModified from now instead of
+// time.Now.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
 // New returns a store rooted at the existing directory root.
-func New(root string) (*Store, error) {
+func New(root string, opts ...Option) (*Store, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("file store root %q: %w", root, err)
@@ -82,7 +166,15 @@ func New(root string) (*Store, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("file store root %q is not a directory", abs)
 	}
-	return &Store{root: abs}, nil
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("file store root: %w", err)
+	}
+	s := &Store{root: abs, real: real, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 func open(_ context.Context, u *url.URL) (providers.Store, string, error) {
@@ -125,19 +217,92 @@ func checkKey(key string) string {
 			return fmt.Sprintf("key has a %q path segment", seg)
 		case strings.HasPrefix(seg, reserved):
 			return fmt.Sprintf("path segments starting with %q are reserved for the store", reserved)
-		case len(seg) > 255:
+		case len(seg) > maxName:
 			return "key has a path segment longer than 255 bytes"
 		}
 	}
 	return ""
 }
 
-// path returns the file that holds key.
-func (s *Store) path(op, key string) (string, error) {
-	if why := checkKey(key); why != "" {
-		return "", providers.Wrap(op, key, fmt.Errorf("%w: %s", providers.ErrInvalidKey, why), nil)
+// paths are the files that make up one object.
+type paths struct {
+	key, dir   string
+	data       string // the object's bytes
+	attrs      string // its sidecar
+	lock       string
+	pending    string // new data, before it is renamed over data
+	attrsNew   string // new sidecar, before it is renamed over attrs
+	legacyLock string // the per-root lock of earlier releases
+}
+
+// aux names the store's file of the given kind beside the object file name.
+func aux(kind, name string) string {
+	n := reserved + "-" + kind + "." + name
+	if len(n) > maxName {
+		sum := sha256.Sum256([]byte(name))
+		n = reserved + "-" + kind + "#" + hex.EncodeToString(sum[:])
 	}
-	return filepath.Join(s.root, filepath.FromSlash(key)), nil
+	return n
+}
+
+// files returns the files that hold key.
+func (s *Store) files(op, key string) (paths, error) {
+	if why := checkKey(key); why != "" {
+		return paths{}, providers.Wrap(op, key, fmt.Errorf("%w: %s", providers.ErrInvalidKey, why), nil)
+	}
+	p := filepath.Join(s.root, filepath.FromSlash(key))
+	if safeguards.PathLock.Load() {
+		p = resolve(p)
+	}
+	dir, name := filepath.Split(p)
+	dir = filepath.Clean(dir)
+	sum := sha256.Sum256([]byte(key))
+	return paths{
+		key:        key,
+		dir:        dir,
+		data:       p,
+		attrs:      filepath.Join(dir, aux("attrs", name)),
+		lock:       filepath.Join(dir, aux("lock", name)),
+		pending:    filepath.Join(dir, aux("pending", name)),
+		attrsNew:   filepath.Join(dir, aux("attrs-new", name)),
+		legacyLock: filepath.Join(s.root, lockDir, hex.EncodeToString(sum[:])),
+	}, nil
+}
+
+// resolve returns p with symbolic links resolved, including a last one
+// that points at a file not yet created, so that every path to a file
+// yields the same directory and name, and with them the same lock.
+func resolve(p string) string {
+	for range 40 { // as many links as Linux follows
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		dir, name := filepath.Split(p)
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			p = filepath.Join(r, name)
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return p // not a link: p does not exist yet
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+	return p
+}
+
+// prune removes dir and its parents while they are empty, never the root
+// or anything outside it.
+func (s *Store) prune(dir string) {
+	for d := dir; s.below(d) && os.Remove(d) == nil; d = filepath.Dir(d) {
+	}
+}
+
+// below reports whether p lies under the store's root.
+func (s *Store) below(p string) bool {
+	return strings.HasPrefix(p, s.root+string(filepath.Separator)) || strings.HasPrefix(p, s.real+string(filepath.Separator))
 }
 
 // absent reports whether err from opening an object's file means there is
@@ -147,119 +312,354 @@ func absent(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR)
 }
 
-// readObject opens the object file at p and decodes its header. It returns
-// the open file and the offset of the bytes; the caller closes the file.
-func readObject(op, key, p string) (*os.File, header, int64, error) {
-	var h header
-	var fi os.FileInfo
+// readSidecar returns the sidecar at p, or nil if there is none or it
+// cannot be decoded.
+func readSidecar(p string) (*sidecar, error) {
 	f, err := os.Open(p)
-	if err == nil {
-		if fi, err = f.Stat(); err == nil && fi.IsDir() {
-			err = syscall.EISDIR
-		}
-		if err != nil {
-			f.Close()
-		}
+	if absent(err) {
+		return nil, nil
 	}
-	switch {
-	case absent(err):
-		return nil, h, 0, providers.Wrap(op, key, providers.ErrNotFound, nil)
-	case err != nil:
-		return nil, h, 0, &providers.Error{Op: op, Key: key, Err: err}
-	}
-	corrupt := func(format string, args ...any) (*os.File, header, int64, error) {
-		f.Close()
-		why := fmt.Sprintf(format, args...)
-		return nil, header{}, 0, &providers.Error{Op: op, Key: key, Err: fmt.Errorf("%w %s: %s", ErrCorrupt, p, why)}
-	}
-	r := bufio.NewReader(io.LimitReader(f, int64(len(magic))+maxHeader))
-	m := make([]byte, len(magic))
-	if _, err := io.ReadFull(r, m); err != nil || string(m) != magic {
-		return corrupt("not an objlease object (bad magic)")
-	}
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return corrupt("header not terminated within %d bytes", maxHeader)
-	}
-	if err := json.Unmarshal(line, &h); err != nil {
-		return corrupt("bad header: %v", err)
-	}
-	off := int64(len(magic) + len(line))
-	if h.Version == "" || h.Size < 0 || fi.Size()-off != h.Size {
-		return corrupt("header says version %q and %d bytes, file holds %d", h.Version, h.Size, fi.Size()-off)
-	}
-	return f, h, off, nil
-}
-
-// stat reads the header of the object at p.
-func stat(op, key, p string) (header, error) {
-	f, h, _, err := readObject(op, key, p)
-	if err != nil {
-		return h, err
-	}
-	f.Close()
-	return h, nil
-}
-
-func attrs(key string, h header) providers.Attrs {
-	return providers.Attrs{
-		Key:          key,
-		Version:      h.Version,
-		Size:         h.Size,
-		Metadata:     h.Metadata,
-		LastModified: h.Modified,
-		StoreTime:    time.Now(),
-	}
-}
-
-// Get implements providers.Store. Reads take no lock: an object file is
-// never changed in place, only replaced by rename.
-func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
-	p, err := s.path("get", key)
-	if err != nil {
-		return nil, err
-	}
-	f, h, off, err := readObject("get", key, p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if maxBytes > 0 && h.Size > maxBytes {
-		return nil, providers.Wrap("get", key, fmt.Errorf("%w: %d bytes, bound %d", providers.ErrTooLarge, h.Size, maxBytes), nil)
+	b, err := io.ReadAll(io.LimitReader(f, maxSidecar+1))
+	if err != nil {
+		if absent(err) {
+			return nil, nil
+		}
+		return nil, err
 	}
-	data := make([]byte, h.Size)
-	if _, err := f.ReadAt(data, off); err != nil {
+	var sc sidecar
+	if len(b) > maxSidecar || json.Unmarshal(b, &sc) != nil || sc.Version == "" || sc.Size < 0 || len(sc.SHA256) != 2*sha256.Size {
+		// Damaged by something else (the store only renames whole sidecars
+		// into place): the data file stands alone, as a plain file.
+		return nil, nil
+	}
+	return &sc, nil
+}
+
+// dataFile is an open file that may hold an object's bytes.
+type dataFile struct {
+	f  *os.File
+	fi os.FileInfo
+}
+
+// openData opens the regular file at p, or returns nil if there is none.
+func openData(p string) (*dataFile, error) {
+	f, err := os.Open(p)
+	if absent(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &dataFile{f: f, fi: fi}, nil
+}
+
+func (d *dataFile) close() {
+	if d != nil {
+		d.f.Close()
+	}
+}
+
+func identity(fi os.FileInfo) (ino uint64, mtimeNs int64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = uint64(st.Ino)
+	}
+	return ino, fi.ModTime().UnixNano()
+}
+
+func (d *dataFile) hash() (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(d.f, 0, d.fi.Size())); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// matches reports whether d holds the data sc describes: the very file
+// the write renamed into place, or a copy with the same bytes.
+func (d *dataFile) matches(sc *sidecar) (bool, error) {
+	if d == nil || d.fi.Size() != sc.Size {
+		return false, nil
+	}
+	if ino, mt := identity(d.fi); sc.Inode != 0 && ino == sc.Inode && mt == sc.MtimeNs {
+		return true, nil
+	}
+	sum, err := d.hash()
+	return sum == sc.SHA256, err
+}
+
+// object is what the store found at a key.
+type object struct {
+	attrs providers.Attrs
+	file  *dataFile // nil if the object does not exist
+	off   int64     // where the bytes start in file (old format)
+}
+
+func (o *object) exists() bool { return o.file != nil }
+
+func (o *object) close() { o.file.close() }
+
+// data reads the object's bytes.
+func (o *object) data() ([]byte, error) {
+	b := make([]byte, o.attrs.Size)
+	_, err := o.file.f.ReadAt(b, o.off)
+	return b, err
+}
+
+func fromSidecar(key string, sc *sidecar, d *dataFile) *object {
+	return &object{file: d, attrs: providers.Attrs{
+		Key: key, Version: sc.Version, Size: sc.Size, Metadata: sc.Metadata, LastModified: sc.Modified,
+	}}
+}
+
+// foreign describes a file with no sidecar that matches it.
+func foreign(key string, d *dataFile) (*object, error) {
+	if o := oldFormat(key, d); o != nil {
+		return o, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(d.f, 0, d.fi.Size())); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(h, "\x00%d", d.fi.ModTime().UnixNano())
+	return &object{file: d, attrs: providers.Attrs{
+		Key: key, Version: "f" + hex.EncodeToString(h.Sum(nil))[:32], Size: d.fi.Size(), LastModified: d.fi.ModTime(),
+	}}, nil
+}
+
+// oldHeader is the JSON line after oldMagic in objects of earlier releases.
+type oldHeader struct {
+	Version  string            `json:"version"`
+	Size     int64             `json:"size"`
+	Modified time.Time         `json:"modified"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// oldFormat decodes an object written by an earlier release, or returns nil
+// if d is not one.
+func oldFormat(key string, d *dataFile) *object {
+	head := make([]byte, min(d.fi.Size(), int64(len(oldMagic))+maxSidecar))
+	n, _ := d.f.ReadAt(head, 0)
+	rest, ok := bytes.CutPrefix(head[:n], []byte(oldMagic))
+	if !ok {
+		return nil
+	}
+	line, _, ok := bytes.Cut(rest, []byte("\n"))
+	var h oldHeader
+	if !ok || json.Unmarshal(line, &h) != nil || h.Version == "" {
+		return nil
+	}
+	off := int64(len(oldMagic) + len(line) + 1)
+	if d.fi.Size()-off != h.Size {
+		return nil
+	}
+	return &object{file: d, off: off, attrs: providers.Attrs{
+		Key: key, Version: h.Version, Size: h.Size, Metadata: h.Metadata, LastModified: h.Modified,
+	}}
+}
+
+// look reads the object at f without the lock. settled is false when what
+// it saw may be a write in progress, or one interrupted by a crash: then
+// the caller must look again under the lock.
+func look(f paths) (o *object, settled bool, err error) {
+	sc, err := readSidecar(f.attrs)
+	if err != nil {
+		return nil, false, err
+	}
+	d, err := openData(f.data)
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case sc != nil:
+		ok, err := d.matches(sc)
+		if err != nil || !ok {
+			d.close()
+			return nil, false, err
+		}
+		return fromSidecar(f.key, sc, d), true, nil
+	case d == nil:
+		return &object{attrs: providers.Attrs{Key: f.key}}, true, nil
+	}
+	// Data without a sidecar. Writers commit the sidecar before the data
+	// appears and remove it only after the data is gone, so if there is
+	// still none the file is not one of ours in the middle of a write.
+	if sc2, err := readSidecar(f.attrs); err != nil || sc2 != nil {
+		d.close()
+		return nil, false, err
+	}
+	o, err = foreign(f.key, d)
+	if err != nil {
+		d.close()
+		return nil, false, err
+	}
+	return o, true, nil
+}
+
+// settle reads the object at f while holding its lock, finishing a write
+// that a crash interrupted after its commit point.
+func settle(f paths) (*object, error) {
+	sc, err := readSidecar(f.attrs)
+	if err != nil {
+		return nil, err
+	}
+	d, err := openData(f.data)
+	if err != nil {
+		return nil, err
+	}
+	if sc != nil {
+		ok, err := d.matches(sc)
+		if err != nil {
+			d.close()
+			return nil, err
+		}
+		if ok {
+			return fromSidecar(f.key, sc, d), nil
+		}
+		pending := f.pending
+		if p := sc.Pending; strings.HasPrefix(p, reserved+"-pending") && !strings.ContainsRune(p, filepath.Separator) {
+			pending = filepath.Join(f.dir, p)
+		}
+		pd, err := openData(pending)
+		if err != nil {
+			d.close()
+			return nil, err
+		}
+		ok, err = pd.matches(sc)
+		if err != nil || !ok {
+			pd.close()
+		}
+		if err != nil {
+			d.close()
+			return nil, err
+		}
+		if ok {
+			// Committed but not yet in place: roll forward.
+			d.close()
+			if err := os.Rename(pending, f.data); err != nil {
+				pd.close()
+				return nil, err
+			}
+			if err := syncDir(f.dir); err != nil {
+				pd.close()
+				return nil, err
+			}
+			return fromSidecar(f.key, sc, pd), nil
+		}
+		// Neither file is the one the sidecar describes: the data was
+		// changed or removed by something else. Drop the stale sidecar so
+		// that later reads need no lock.
+		if err := os.Remove(f.attrs); err != nil && !absent(err) {
+			d.close()
+			return nil, err
+		}
+	}
+	if d == nil {
+		return &object{attrs: providers.Attrs{Key: f.key}}, nil
+	}
+	// Written by something else since (or never ours): a plain file.
+	o, err := foreign(f.key, d)
+	if err != nil {
+		d.close()
+	}
+	return o, err
+}
+
+// read returns the object at key, settling an interrupted write under the
+// lock if it finds one. The caller closes the object.
+func (s *Store) read(ctx context.Context, op string, f paths) (*object, error) {
+	o, settled, err := look(f)
+	if err == nil && !settled {
+		var unlock func()
+		unlock, err = s.lock(ctx, op, f, false)
+		if errors.Is(err, errNoDir) {
+			return &object{attrs: providers.Attrs{Key: f.key}}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		o, err = settle(f)
+	}
+	if err != nil {
+		if _, ok := err.(*providers.Error); ok {
+			return nil, err
+		}
+		return nil, &providers.Error{Op: op, Key: f.key, Err: err}
+	}
+	return o, nil
+}
+
+// Get implements providers.Store. Reads take no lock unless they find a
+// write in progress: object files are never changed in place, only
+// replaced by rename.
+func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
+	f, err := s.files("get", key)
+	if err != nil {
+		return nil, err
+	}
+	o, err := s.read(ctx, "get", f)
+	if err != nil {
+		return nil, err
+	}
+	defer o.close()
+	if !o.exists() {
+		return nil, providers.Wrap("get", key, providers.ErrNotFound, nil)
+	}
+	if maxBytes > 0 && o.attrs.Size > maxBytes {
+		return nil, providers.Wrap("get", key, fmt.Errorf("%w: %d bytes, bound %d", providers.ErrTooLarge, o.attrs.Size, maxBytes), nil)
+	}
+	data, err := o.data()
+	if err != nil {
 		return nil, &providers.Error{Op: "get", Key: key, Err: err}
 	}
-	return &providers.Object{Attrs: attrs(key, h), Data: data}, nil
+	return &providers.Object{Attrs: o.attrs, Data: data}, nil
 }
 
 // Stat implements providers.Store.
 func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
-	p, err := s.path("stat", key)
+	f, err := s.files("stat", key)
 	if err != nil {
 		return nil, err
 	}
-	h, err := stat("stat", key, p)
+	o, err := s.read(ctx, "stat", f)
 	if err != nil {
 		return nil, err
 	}
-	a := attrs(key, h)
-	return &a, nil
+	defer o.close()
+	if !o.exists() {
+		return nil, providers.Wrap("stat", key, providers.ErrNotFound, nil)
+	}
+	return &o.attrs, nil
 }
 
 // Create implements providers.Store.
 func (s *Store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
-	return s.write(ctx, "create", key, data, metadata, func(p string) error {
-		fi, err := os.Lstat(p)
+	return s.write(ctx, "create", key, data, metadata, func(f paths, cur *object) error {
+		if cur.exists() {
+			return providers.Wrap("create", key, fmt.Errorf("%w: object exists", providers.ErrPrecondition), nil)
+		}
+		fi, err := os.Lstat(f.data)
 		switch {
 		case absent(err):
 			return nil
 		case err != nil:
 			return &providers.Error{Op: "create", Key: key, Err: err}
 		case !fi.IsDir():
-			return providers.Wrap("create", key, fmt.Errorf("%w: object exists", providers.ErrPrecondition), nil)
-		case os.Remove(p) == nil: // an empty directory left behind is no object
+			return providers.Wrap("create", key, fmt.Errorf("%w: %s is not a regular file", providers.ErrInvalidKey, f.data), nil)
+		case s.below(f.data) && os.Remove(f.data) == nil: // an empty directory left behind is no object
 			return nil
 		default:
 			return providers.Wrap("create", key, fmt.Errorf("%w: a directory holds keys under %q", providers.ErrInvalidKey, key+"/"), nil)
@@ -269,104 +669,132 @@ func (s *Store) Create(ctx context.Context, key string, data []byte, metadata ma
 
 // Replace implements providers.Store.
 func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
-	return s.write(ctx, "replace", key, data, metadata, func(p string) error {
-		return match("replace", key, p, ifVersion)
+	return s.write(ctx, "replace", key, data, metadata, func(_ paths, cur *object) error {
+		return match("replace", cur, ifVersion)
 	})
 }
 
-// match reports ErrPrecondition unless the object at p has version ifVersion.
-func match(op, key, p, ifVersion string) error {
-	h, err := stat(op, key, p)
+// match reports ErrPrecondition unless cur exists with version ifVersion.
+func match(op string, cur *object, ifVersion string) error {
 	switch {
-	case errors.Is(err, providers.ErrNotFound):
-		return providers.Wrap(op, key, fmt.Errorf("%w: no such object", providers.ErrPrecondition), nil)
-	case err != nil:
-		return err
-	case h.Version != ifVersion:
-		return providers.Wrap(op, key, fmt.Errorf("%w: version is %s, not %q", providers.ErrPrecondition, h.Version, ifVersion), nil)
+	case !cur.exists():
+		return providers.Wrap(op, cur.attrs.Key, fmt.Errorf("%w: no such object", providers.ErrPrecondition), nil)
+	case cur.attrs.Version != ifVersion:
+		return providers.Wrap(op, cur.attrs.Key, fmt.Errorf("%w: version is %s, not %q", providers.ErrPrecondition, cur.attrs.Version, ifVersion), nil)
 	}
 	return nil
 }
 
-// write stores a new version of key if check, run under the key's lock,
-// allows it.
-func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, check func(p string) error) (providers.WriteResult, error) {
-	p, err := s.path(op, key)
+// write stores a new version of key if check, run under the key's lock
+// on what is there, allows it.
+func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, check func(paths, *object) error) (providers.WriteResult, error) {
+	f, err := s.files(op, key)
 	if err != nil {
 		return providers.WriteResult{}, err
 	}
-	unlock, err := s.lock(ctx, op, key)
+	unlock, err := s.lock(ctx, op, f, true)
 	if err != nil {
 		return providers.WriteResult{}, err
 	}
 	defer unlock()
-	if err := check(p); err != nil {
-		return providers.WriteResult{}, err
-	}
-	h := header{Version: rand.Text(), Size: int64(len(data)), Modified: time.Now(), Metadata: metadata}
-	hdr, err := json.Marshal(h)
+	cur, err := settle(f)
 	if err != nil {
 		return providers.WriteResult{}, &providers.Error{Op: op, Key: key, Err: err}
 	}
-	buf := make([]byte, 0, len(magic)+len(hdr)+1+len(data))
-	buf = append(buf, magic...)
-	buf = append(buf, hdr...)
-	buf = append(buf, '\n')
-	buf = append(buf, data...)
-	if err := s.replaceFile(op, key, p, buf); err != nil {
+	cur.close()
+	if err := check(f, cur); err != nil {
 		return providers.WriteResult{}, err
 	}
-	return providers.WriteResult{Version: h.Version, LastModified: h.Modified, StoreTime: h.Modified}, nil
+	sc := sidecar{Version: rand.Text(), Size: int64(len(data)), Modified: s.now(), Metadata: metadata}
+	if err := s.commit(f, data, &sc); err != nil {
+		if errors.Is(err, errCommitted) {
+			// The new object may be the one readers settle on.
+			return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrUnknownOutcome, err)
+		}
+		return providers.WriteResult{}, &providers.Error{Op: op, Key: key, Err: err}
+	}
+	return providers.WriteResult{Version: sc.Version, LastModified: sc.Modified}, nil
 }
 
-// replaceFile atomically puts content at p: readers see the old file or the
-// new one, never a part.
-func (s *Store) replaceFile(op, key, p string, content []byte) error {
-	dir := filepath.Dir(p)
-	var f *os.File
-	var err error
-	// A concurrent Delete may remove a directory that mkdirs just saw.
-	for range 10 {
-		if err = mkdirs(s.root, dir); err == nil {
-			f, err = os.OpenFile(filepath.Join(dir, tmpPrefix+rand.Text()), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			break
-		}
+// commit puts data and sc in place so that a crash at any point leaves the
+// old object or the new one whole. It runs under the key's lock.
+func (s *Store) commit(f paths, data []byte, sc *sidecar) error {
+	sum := sha256.Sum256(data)
+	sc.SHA256 = hex.EncodeToString(sum[:])
+	if !safeguards.PathLock.Load() {
+		// Writers under different locks must not share these files
+		// (earlier releases gave each write its own temporary file).
+		u := "." + rand.Text()
+		f.pending, f.attrsNew = f.pending+u, f.attrsNew+u
 	}
-	if errors.Is(err, syscall.ENOTDIR) {
-		return providers.Wrap(op, key, fmt.Errorf("%w: a prefix of the key is an object", providers.ErrInvalidKey), err)
-	}
+	sc.Pending = filepath.Base(f.pending)
+	fi, err := writeSynced(f.pending, data)
 	if err != nil {
-		return &providers.Error{Op: op, Key: key, Err: err}
+		return err
 	}
-	tmp := f.Name()
+	sc.Inode, sc.MtimeNs = identity(fi)
+	s.crashPoint("pending written")
+	b, err := json.Marshal(sc)
+	if err != nil {
+		return err
+	}
+	if _, err := writeSynced(f.attrsNew, append(b, '\n')); err != nil {
+		return err
+	}
+	s.crashPoint("sidecar written")
+	if err := os.Rename(f.attrsNew, f.attrs); err != nil {
+		return err
+	}
+	s.crashPoint("committed")
+	// From here on the new object is the one readers settle on.
+	if err := syncDir(f.dir); err != nil {
+		return fmt.Errorf("%w: %w", errCommitted, err)
+	}
+	if err := os.Rename(f.pending, f.data); err != nil {
+		return fmt.Errorf("%w: %w", errCommitted, err)
+	}
+	s.crashPoint("data in place")
+	// No sync: the commit is durable, and if a crash loses this rename the
+	// pending file is rolled forward.
+	return nil
+}
+
+// errCommitted marks a failure after a write's commit point.
+var errCommitted = errors.New("after commit")
+
+func (s *Store) crashPoint(stage string) {
+	if s.crash != nil {
+		s.crash(stage)
+	}
+}
+
+// writeSynced writes content to p and syncs it.
+func writeSynced(p string, content []byte) (os.FileInfo, error) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
 	_, err = f.Write(content)
 	if err == nil {
 		err = f.Sync()
 	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return &providers.Error{Op: op, Key: key, Err: err}
-	}
-	if err := syncDir(dir); err != nil {
-		// The new object is visible but might not survive a crash.
-		return providers.Wrap(op, key, providers.ErrUnknownOutcome, err)
-	}
-	return nil
+	return fi, err
 }
 
 // mkdirs creates dir and any missing parents below root, syncing each parent
 // so that the new entries survive a crash.
 func mkdirs(root, dir string) error {
 	if dir == root {
-		return nil
+		// Recreated if removed while the store was open, as a directory
+		// URL's root is created when it is opened.
+		return os.MkdirAll(root, 0o755)
 	}
 	if fi, err := os.Stat(dir); err == nil {
 		if !fi.IsDir() {
@@ -396,67 +824,172 @@ func syncDir(dir string) error {
 	return err
 }
 
-// lock takes the exclusive lock on key shared by every process using the
-// directory. Lock files are named by a hash of the key so that "a" and
-// "a/b" do not collide; they are kept, since removing a lock file another
-// process has open would let two writers in.
-func (s *Store) lock(ctx context.Context, op, key string) (unlock func(), err error) {
-	if err := ctx.Err(); err != nil {
-		return nil, &providers.Error{Op: op, Key: key, Err: err}
-	}
-	sum := sha256.Sum256([]byte(key))
-	dir := filepath.Join(s.root, lockDir)
-	name := filepath.Join(dir, hex.EncodeToString(sum[:]))
-	f, err := os.OpenFile(name, os.O_RDONLY|os.O_CREATE, 0o644)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(dir, 0o755); err == nil {
-			f, err = os.OpenFile(name, os.O_RDONLY|os.O_CREATE, 0o644)
+// errNoDir: the object's directory does not exist, so neither does it.
+var errNoDir = errors.New("no such directory")
+
+// Lock retry backoff: short, since a write holds the lock for a few syncs.
+const (
+	lockPollMin = 100 * time.Microsecond
+	lockPollMax = 5 * time.Millisecond
+)
+
+// lock takes the exclusive lock on f's object. With mkdir it first creates
+// the object's directory; without, it returns errNoDir if that is missing.
+// It gives up when ctx ends, with an error wrapping ctx's cause.
+func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unlock func(), err error) {
+	wrap := func(err error) error {
+		if errors.Is(err, syscall.ENOTDIR) {
+			return providers.Wrap(op, f.key, fmt.Errorf("%w: a prefix of the key is an object", providers.ErrInvalidKey), err)
 		}
+		return &providers.Error{Op: op, Key: f.key, Err: fmt.Errorf("lock: %w", err)}
 	}
-	if err != nil {
-		return nil, &providers.Error{Op: op, Key: key, Err: fmt.Errorf("lock: %w", err)}
+	if ctx.Err() != nil {
+		return nil, wrap(context.Cause(ctx))
 	}
+	name := f.lock
+	legacy := !safeguards.PathLock.Load()
+	if legacy {
+		name = f.legacyLock
+	}
+	wait, vanished := lockPollMin, 0
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			break
+		if ctx.Err() != nil {
+			return nil, wrap(context.Cause(ctx))
 		}
+		if mkdir {
+			if err := mkdirs(s.root, f.dir); err != nil {
+				return nil, wrap(err)
+			}
+		}
+		if legacy {
+			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+				return nil, wrap(err)
+			}
+		}
+		lf, err := os.OpenFile(name, os.O_RDONLY|os.O_CREATE, 0o644)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			if !mkdir && !legacy {
+				return nil, errNoDir
+			}
+			// A concurrent Delete removed the directory mkdirs just saw.
+			if vanished++; vanished < 100 {
+				continue
+			}
+		}
+		if err != nil {
+			return nil, wrap(err)
+		}
+		err = syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			if same, err := stillLinked(lf, name); err != nil || !same {
+				// Delete removed this lock file while we waited for it.
+				lf.Close()
+				if err != nil {
+					return nil, wrap(err)
+				}
+				continue
+			}
+			return func() { s.unlock(f, lf, legacy) }, nil
+		}
+		lf.Close()
+		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+			return nil, wrap(err)
+		}
+		// Jittered, so that waiters do not poll in step.
+		t := time.NewTimer(wait/2 + mrand.N(wait/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, wrap(context.Cause(ctx))
+		case <-t.C:
+		}
+		wait = min(2*wait, lockPollMax)
 	}
-	if err == nil {
-		// The wait may have been long: give up before writing if the caller has.
-		err = ctx.Err()
+}
+
+// unlock releases the lock lf on f's object. If there is no object, it
+// first removes the lock file, and directories left empty, so that a key
+// that was never written or was deleted leaves nothing behind. Removing it
+// is safe while holding it: whoever waits for it sees it gone and starts
+// over.
+func (s *Store) unlock(f paths, lf *os.File, legacy bool) {
+	defer lf.Close() // closing releases the flock
+	if legacy {
+		return
+	}
+	if fi, err := os.Lstat(f.data); err == nil && !fi.IsDir() || err != nil && !absent(err) {
+		return
+	}
+	if _, err := os.Lstat(f.attrs); !absent(err) {
+		return
+	}
+	if os.Remove(f.lock) == nil {
+		s.prune(f.dir)
+	}
+}
+
+// stillLinked reports whether name still names the open file lf.
+func stillLinked(lf *os.File, name string) (bool, error) {
+	a, err := lf.Stat()
+	if err != nil {
+		return false, err
+	}
+	b, err := os.Stat(name)
+	if absent(err) {
+		return false, nil
 	}
 	if err != nil {
-		f.Close()
-		return nil, &providers.Error{Op: op, Key: key, Err: fmt.Errorf("lock: %w", err)}
+		return false, err
 	}
-	return func() { f.Close() }, nil // closing releases the flock
+	return os.SameFile(a, b), nil
 }
 
 // Delete implements providers.Store. Directories it leaves empty are
 // removed, so that their names are free for objects.
 func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
-	p, err := s.path("delete", key)
+	f, err := s.files("delete", key)
 	if err != nil {
 		return err
 	}
-	unlock, err := s.lock(ctx, "delete", key)
+	unlock, err := s.lock(ctx, "delete", f, false)
+	if errors.Is(err, errNoDir) {
+		return providers.Wrap("delete", key, fmt.Errorf("%w: no such object", providers.ErrPrecondition), nil)
+	}
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := match("delete", key, p, ifVersion); err != nil {
-		return err
-	}
-	if err := os.Remove(p); err != nil {
+	cur, err := settle(f)
+	if err != nil {
 		return &providers.Error{Op: "delete", Key: key, Err: err}
 	}
-	if err := syncDir(filepath.Dir(p)); err != nil {
+	cur.close()
+	if err := match("delete", cur, ifVersion); err != nil {
+		return err
+	}
+	// The pending file first, so that no stale sidecar can ever roll it
+	// forward, then the data, and the sidecar only once the data is gone.
+	for _, p := range []string{f.pending, f.attrsNew} {
+		if err := os.Remove(p); err != nil && !absent(err) {
+			return &providers.Error{Op: "delete", Key: key, Err: err}
+		}
+	}
+	if err := os.Remove(f.data); err != nil {
+		return &providers.Error{Op: "delete", Key: key, Err: err}
+	}
+	if err := syncDir(f.dir); err != nil {
 		return providers.Wrap("delete", key, providers.ErrUnknownOutcome, err)
 	}
-	for d := filepath.Dir(p); d != s.root && os.Remove(d) == nil; d = filepath.Dir(d) {
+	if err := os.Remove(f.attrs); err != nil && !absent(err) {
+		return providers.Wrap("delete", key, providers.ErrUnknownOutcome, err)
 	}
-	return nil
+	if err := syncDir(f.dir); err != nil {
+		return providers.Wrap("delete", key, providers.ErrUnknownOutcome, err)
+	}
+	if !safeguards.PathLock.Load() {
+		s.prune(f.dir)
+	}
+	return nil // unlock removes the lock file and empty directories
 }
 
 // List implements providers.Store. The page token is the last key returned.
@@ -471,7 +1004,7 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 			return providers.ListPage{}, providers.Wrap("list", prefix, fmt.Errorf("%w: %s", providers.ErrInvalidKey, why), nil)
 		}
 	}
-	l := lister{ctx: ctx, root: s.root, prefix: prefix, token: pageToken, size: pageSize}
+	l := lister{ctx: ctx, s: s, prefix: prefix, token: pageToken, size: pageSize}
 	if err := l.walk(dirKey); err != nil && err != errPageFull {
 		return providers.ListPage{}, err
 	}
@@ -481,19 +1014,20 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 var errPageFull = errors.New("page full")
 
 type lister struct {
-	ctx                 context.Context
-	root, prefix, token string
-	size                int
-	page                providers.ListPage
+	ctx           context.Context
+	s             *Store
+	prefix, token string
+	size          int
+	page          providers.ListPage
 }
 
 // walk adds the objects under dirKey (a key prefix ending in '/', or "") to
 // the page in lexical key order.
 func (l *lister) walk(dirKey string) error {
 	if err := l.ctx.Err(); err != nil {
-		return &providers.Error{Op: "list", Key: l.prefix, Err: err}
+		return &providers.Error{Op: "list", Key: l.prefix, Err: context.Cause(l.ctx)}
 	}
-	entries, err := os.ReadDir(filepath.Join(l.root, filepath.FromSlash(dirKey)))
+	entries, err := os.ReadDir(filepath.Join(l.s.root, filepath.FromSlash(dirKey)))
 	if absent(err) {
 		return nil // removed while we walked, or never there
 	}
@@ -511,7 +1045,7 @@ func (l *lister) walk(dirKey string) error {
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(sortName(a), sortName(b)) })
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), reserved) {
-			continue // locks and temporary files, never objects
+			continue // sidecars, locks and pending files, never objects
 		}
 		key := dirKey + sortName(e)
 		switch {
@@ -538,14 +1072,22 @@ func (l *lister) add(key string) error {
 		l.page.NextToken = l.page.Objects[l.size-1].Key
 		return errPageFull
 	}
-	h, err := stat("list", key, filepath.Join(l.root, filepath.FromSlash(key)))
-	if errors.Is(err, providers.ErrNotFound) {
-		return nil // deleted since ReadDir
-	}
+	f, err := l.s.files("list", key)
 	if err != nil {
-		return err
+		return nil // a name no key can have (a NUL byte cannot occur)
 	}
-	l.page.Objects = append(l.page.Objects, attrs(key, h))
+	o, err := l.s.read(l.ctx, "list", f)
+	if err != nil {
+		if l.ctx.Err() != nil {
+			return err
+		}
+		// One unreadable file does not hide the rest of the tree.
+		return nil
+	}
+	o.close()
+	if o.exists() {
+		l.page.Objects = append(l.page.Objects, o.attrs)
+	}
 	return nil
 }
 

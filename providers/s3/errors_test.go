@@ -139,13 +139,23 @@ func TestDeletePrecheck(t *testing.T) {
 		}
 	})
 	t.Run("other version", func(t *testing.T) {
-		s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) { headOK(w) })
+		// The HEAD sees v1, but the stale version still goes to the store,
+		// which must refuse it: only then can Probe catch a store that
+		// ignores If-Match on DELETE.
+		s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodHead {
+				headOK(w)
+				return
+			}
+			s3Error(w, r, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+		})
 		err := s.Delete(t.Context(), "k", "v0")
-		if !errors.Is(err, providers.ErrPrecondition) || !strings.Contains(err.Error(), `"v1"`) {
-			t.Errorf("delete at a stale version: %v, want ErrPrecondition naming the current version", err)
+		checkMapped(t, err, "delete", "k", providers.ErrPrecondition)
+		if n := f.requests(http.MethodDelete); n != 1 {
+			t.Fatalf("%d DELETE requests for a stale version, want 1", n)
 		}
-		if n := f.requests(http.MethodDelete); n != 0 {
-			t.Errorf("%d DELETE requests for a stale version, want 0", n)
+		if got := f.lastRequest(http.MethodDelete).Header.Get("If-Match"); got != `"v0"` {
+			t.Errorf("delete sent If-Match %q, want \"v0\"", got)
 		}
 	})
 	t.Run("head fails", func(t *testing.T) {

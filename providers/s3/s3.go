@@ -35,11 +35,14 @@
 // # Writes
 //
 // Create sends PutObject with If-None-Match: *, Replace sends PutObject with
-// If-Match: the version. Delete reads the version with HEAD, then sends
-// DeleteObject with If-Match: AWS answers 404 to a conditional DELETE of a
-// missing key, but some S3-compatible stores (versitygw) answer 204, and the
-// HEAD keeps Delete's promise of ErrPrecondition there too, except for a key
-// that vanishes between the two requests. A version is the object's ETag
+// If-Match: the version. Delete sends HEAD, then DeleteObject with If-Match:
+// AWS answers 404 to a conditional DELETE of a missing key, but some
+// S3-compatible stores (versitygw) answer 204, and the HEAD keeps Delete's
+// promise of ErrPrecondition there too, except for a key that vanishes
+// between the two requests. The HEAD only looks for a missing key: a stale
+// version is always sent to the store, so that a store ignoring If-Match on
+// DELETE is caught by objlease.Probe instead of being hidden by a local
+// check. A version is the object's ETag
 // without its quotes. ETags of single-part uploads are the MD5 of the body, so
 // writing identical bytes again yields an earlier version again
 // (Properties.VersionsRepeat is true).
@@ -237,9 +240,9 @@ func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata m
 	return providers.WriteResult{Version: version(out.ETag), StoreTime: dateOf(out.ResultMetadata)}, nil
 }
 
-// Delete removes the object only if its current version is ifVersion. It
-// checks the version with HEAD before the conditional DELETE; see the package
-// doc for why.
+// Delete removes the object only if its current version is ifVersion. A
+// HEAD first finds a missing key (see the package doc for why); whether the
+// version matches is left to the store, which answers the conditional DELETE.
 func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
 	const op = "delete"
 	if err := checkKey(op, key); err != nil {
@@ -249,17 +252,15 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 		// As in Replace: an empty If-Match would make the delete unconditional.
 		return providers.Wrap(op, key, providers.ErrPrecondition, errors.New("empty version"))
 	}
-	head, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key})
-	if err != nil {
+	if _, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err != nil {
 		return s.mapError(op, key, precheck, err)
 	}
-	if v := version(head.ETag); v != ifVersion {
-		return providers.Wrap(op, key, providers.ErrPrecondition, fmt.Errorf("version is %q, not %q", v, ifVersion))
-	}
+	// The version is not compared here: the store must refuse a stale
+	// If-Match itself, or Probe could not find a store that ignores it.
 	if err := ctx.Err(); err != nil {
 		return &providers.Error{Op: op, Key: key, Err: err}
 	}
-	_, err = s.client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: etag(ifVersion)}, sendOnce)
+	_, err := s.client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: etag(ifVersion)}, sendOnce)
 	if err != nil {
 		return s.mapError(op, key, write, err)
 	}

@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +56,81 @@ func pausedHolderAndSuccessor(t *testing.T, store providers.Store, key string) (
 	return a, b
 }
 
+// pausing runs pause once, just before the first conditional replace: the
+// writer has checked the object and is paused before its write.
+type pausing struct {
+	providers.Store
+	once  sync.Once
+	pause func()
+}
+
+func (p *pausing) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
+	p.once.Do(p.pause)
+	return p.Store.Replace(ctx, key, data, md, v)
+}
+
+// RaceResult is what TombstoneRace left behind.
+type RaceResult struct {
+	Err       error  // the paused writer's error
+	Token     uint64 // the token the object holds afterwards
+	Tombstone bool   // the object is a tombstone afterwards
+	// Repeated: the second tombstone had the first one's version.
+	Repeated bool
+}
+
+// TombstoneRace plays the tombstone ABA: key is a tombstone of token 5; a
+// writer with token 6 (op "put" or "delete") checks it and is paused before
+// its conditional write; meanwhile token 7 deletes key. Safe fencing refuses
+// the paused writer with ErrStale and leaves token 7's tombstone. Were both
+// tombstones identical bytes, their versions would repeat where versions
+// are content hashes (S3), the paused write would match, and the token
+// would go back to 6.
+func TombstoneRace(t *testing.T, store providers.Store, key, op string) RaceResult {
+	t.Helper()
+	ctx := context.Background()
+	opts := fence.Options{UniquePayloads: true}
+	if _, err := fence.Put(ctx, store, key, 5, []byte("token 5's payload"), opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := fence.Delete(ctx, store, key, 5, opts); err != nil {
+		t.Fatal(err)
+	}
+	first := stat(t, store, key)
+	var second *providers.Attrs
+	paused := &pausing{Store: store, pause: func() {
+		if err := fence.Delete(ctx, store, key, 7, opts); err != nil {
+			t.Errorf("delete with token 7: %v", err)
+		}
+		second = stat(t, store, key)
+	}}
+	var r RaceResult
+	switch op {
+	case "put":
+		_, r.Err = fence.Put(ctx, paused, key, 6, []byte("token 6's payload"), opts)
+	case "delete":
+		r.Err = fence.Delete(ctx, paused, key, 6, opts)
+	default:
+		t.Fatalf("TombstoneRace: unknown op %q", op)
+	}
+	if second == nil {
+		t.Fatalf("%s with token 6 never reached its conditional write (%v)", op, r.Err)
+	}
+	after := stat(t, store, key)
+	r.Token, _ = strconv.ParseUint(after.Metadata[fence.TokenKey], 10, 64)
+	r.Tombstone = after.Metadata[fence.TombstoneKey] == "true"
+	r.Repeated = first.Version == second.Version
+	return r
+}
+
+func stat(t *testing.T, store providers.Store, key string) *providers.Attrs {
+	t.Helper()
+	a, err := store.Stat(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // Run runs the scenarios as subtests of t, on keys under prefix.
 func Run(t *testing.T, store providers.Store, prefix string) {
 	ctx := context.Background()
@@ -92,6 +170,48 @@ func Run(t *testing.T, store providers.Store, prefix string) {
 		}
 		if _, err := fence.Put(ctx, store, key, a.Token(), []byte("A again"), opts); !errors.Is(err, fence.ErrStale) {
 			t.Fatalf("A after B's delete: %v, want ErrStale", err)
+		}
+	})
+
+	for _, op := range []string{"put", "delete"} {
+		t.Run("StaleWriterPausedAcrossDelete/"+op, func(t *testing.T) {
+			r := TombstoneRace(t, store, prefix+"tombstone-race-"+op, op)
+			if r.Repeated {
+				t.Errorf("two tombstones had the same version")
+			}
+			if !errors.Is(r.Err, fence.ErrStale) || r.Token != 7 || !r.Tombstone {
+				t.Fatalf("%s by token 6, paused across a delete by token 7: %v; object holds token %d, tombstone %v; want ErrStale and token 7's tombstone",
+					op, r.Err, r.Token, r.Tombstone)
+			}
+		})
+	}
+
+	t.Run("LeaseRecordRefused", func(t *testing.T) {
+		key := prefix + "a-lease"
+		c, err := objlease.New(store, key, objlease.Options{TTL: 10 * time.Second, Holder: "holder", Clock: clock.NewFake(epoch)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.TryAcquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := fence.Options{UniquePayloads: true}
+		for _, tok := range []uint64{l.Token(), l.Token() + 5} {
+			_, err := fence.Put(ctx, store, key, tok, []byte("x"), opts)
+			if !errors.Is(err, fence.ErrLeaseRecord) || !strings.Contains(err.Error(), key) {
+				t.Errorf("put with token %d on a lease record: %v, want ErrLeaseRecord naming the key", tok, err)
+			}
+			if err := fence.Delete(ctx, store, key, tok, opts); !errors.Is(err, fence.ErrLeaseRecord) {
+				t.Errorf("delete with token %d on a lease record: %v, want ErrLeaseRecord", tok, err)
+			}
+		}
+		st, err := c.Inspect(ctx)
+		if err != nil || st.Record == nil || st.Record.Token != l.Token() || st.Record.State != objlease.StateHeld {
+			t.Fatalf("lease after refused fenced writes: %+v %v", st, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
 		}
 	})
 
