@@ -38,7 +38,7 @@ type config struct {
 	model      string  // the store model (models_test.go)
 	electors   int     // processes that campaign with election.Elector instead
 	force      bool    // a third of the processes use Options.Force
-	sharedRand bool    // processes pair up with identically seeded Options.Rand
+	sharedRand bool    // processes pair up with identically seeded Options.Rand and one holder name
 	operator   float64 // operator actions a minute: hand deletes, tampering
 	acts       acts    // which actions the operator takes
 	misdirect  bool    // now and then a holder fences a write at its lease's own key
@@ -481,7 +481,7 @@ func (p *proc) hold() {
 		p.renew()
 	case r < 86:
 		p.release()
-	case r < 88:
+	case r < 88 && !p.w.cfg.sharedRand: // by name, it would release the twin's lease too
 		p.releaseByName()
 	case r < 89 && p.w.cfg.misdirect:
 		p.misdirectedPut()
@@ -785,13 +785,16 @@ func newWorld(cfg config, dir string) (*world, error) {
 		for j := range seeds {
 			seeds[j] = r.Uint64()
 		}
+		holder := fmt.Sprintf("p%d", i)
 		if cfg.sharedRand && i%2 == 1 {
-			seeds = shared // two processes, one Options.Rand seed
+			// Two processes configured alike: one Options.Rand seed, one
+			// holder name.
+			seeds, holder = shared, fmt.Sprintf("p%d", i-1)
 		}
 		shared = seeds
 		force := cfg.force && i%3 == 0
 		for k := range w.nkeys {
-			opts := objlease.Options{TTL: cfg.ttl, DriftBound: cfg.drift, Holder: fmt.Sprintf("p%d", i),
+			opts := objlease.Options{TTL: cfg.ttl, DriftBound: cfg.drift, Holder: holder,
 				Clock: p.clock, Rand: rand.New(rand.NewPCG(seeds[2*k], seeds[2*k+1])), Force: force}
 			if cfg.storeClock {
 				opts.StoreClock = &objlease.StoreClockRule{}
