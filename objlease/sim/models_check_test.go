@@ -23,7 +23,7 @@ func TestModelsConform(t *testing.T) {
 		})
 	}
 	t.Run("file", func(t *testing.T) {
-		roots, err := fileRoots(t.TempDir(), newWallClock(rand.New(rand.NewPCG(1, 2)), time.Now(), time.Minute), &auditLog{})
+		roots, err := fileRoots(t.TempDir(), newWallClock(rand.New(rand.NewPCG(1, 2)), time.Now(), time.Minute), &auditLog{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestModelFileRootsAndWallClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		wall := newWallClock(rand.New(rand.NewPCG(1, 2)), time.Now(), 30*time.Second)
-		roots, err := fileRoots(t.TempDir(), wall, &auditLog{})
+		roots, err := fileRoots(t.TempDir(), wall, &auditLog{}, rand.New(rand.NewPCG(3, 4)))
 		if err != nil {
 			t.Fatal(err)
 		}

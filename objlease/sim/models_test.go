@@ -294,18 +294,17 @@ func (m *model) Properties() providers.Properties { return m.props }
 func (m *model) As(any) bool                      { return false }
 func (m *model) Close() error                     { return nil }
 
-// auditStore records every write the store under it applied. It holds
-// one lock across each write: the real file store applies a write without
-// ever blocking in simulated time, so no other write can come between.
+// auditStore records every write the store under it applied, when the
+// call returns. No simulated time passes between the real file store
+// committing a write and returning (only its clock, before the commit,
+// may take a while), and only one goroutine runs at an instant, so the
+// order of returns is the order of commits.
 type auditStore struct {
 	providers.Store
 	log *auditLog
-	mu  *sync.Mutex
 }
 
 func (a *auditStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	res, err := a.Store.Create(ctx, key, data, md)
 	if err == nil {
 		a.log.record(ctx, "create", key, res.Version, data, md)
@@ -314,8 +313,6 @@ func (a *auditStore) Create(ctx context.Context, key string, data []byte, md map
 }
 
 func (a *auditStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	res, err := a.Store.Replace(ctx, key, data, md, v)
 	if err == nil {
 		a.log.record(ctx, "replace", key, res.Version, data, md)
@@ -324,8 +321,6 @@ func (a *auditStore) Replace(ctx context.Context, key string, data []byte, md ma
 }
 
 func (a *auditStore) Delete(ctx context.Context, key, v string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	err := a.Store.Delete(ctx, key, v)
 	if err == nil {
 		a.log.record(ctx, "delete", key, "", nil, nil)
@@ -500,23 +495,38 @@ func (s *steppedFile) Replace(ctx context.Context, key string, data []byte, md m
 
 // fileRoots opens the real file store at dir and at dir/x, each seen with
 // the keys of dir/x, under one audit log; the returned stores reach the
-// same files.
-func fileRoots(dir string, wall *wallClock, log *auditLog) (roots []providers.Store, err error) {
-	outer, err := file.New(dir)
+// same files. The store stamps each write from its clock between checking
+// the version and committing the write; that clock is the stepping wall
+// clock, and reading it now and then takes a while (as a write's fsync
+// does), so that another write can come between the check and the commit
+// of one: the store's lock must keep it out.
+func fileRoots(dir string, wall *wallClock, log *auditLog, rnd *rand.Rand) (roots []providers.Store, err error) {
+	var mu sync.Mutex
+	slow := func() time.Time {
+		mu.Lock()
+		d := time.Duration(0)
+		if rnd != nil && rnd.IntN(3) == 0 {
+			d = 1 + time.Duration(rnd.Int64N(int64(20*time.Millisecond)))
+		}
+		mu.Unlock()
+		time.Sleep(d)
+		return wall.Now()
+	}
+	outer, err := file.New(dir, file.WithClock(slow))
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir+"/x", 0o755); err != nil {
 		return nil, err
 	}
-	inner, err := file.New(dir + "/x")
+	inner, err := file.New(dir+"/x", file.WithClock(slow))
 	if err != nil {
 		return nil, err
 	}
-	var mu, smu sync.Mutex
+	var smu sync.Mutex
 	stamp := map[string]time.Time{}
 	for _, s := range []providers.Store{&subStore{Store: outer, prefix: "x/"}, inner} {
-		roots = append(roots, &steppedFile{Store: &auditStore{Store: s, log: log, mu: &mu}, wall: wall, mu: &smu, stamp: stamp})
+		roots = append(roots, &steppedFile{Store: &auditStore{Store: s, log: log}, wall: wall, mu: &smu, stamp: stamp})
 	}
 	return roots, nil
 }

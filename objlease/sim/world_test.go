@@ -745,7 +745,7 @@ func newWorld(cfg config, dir string) (*world, error) {
 	if cfg.model == "file" {
 		wall := newWallClock(rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), w.start, 3*cfg.ttl)
 		var err error
-		if roots, err = fileRoots(dir, wall, w.audit); err != nil {
+		if roots, err = fileRoots(dir, wall, w.audit, rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))); err != nil {
 			return nil, err
 		}
 	} else {
