@@ -55,7 +55,7 @@ func (p *proc) campaign() {
 func (p *proc) lead(ctx context.Context, l *objlease.Lease) {
 	w := p.w
 	k := w.cfg.leases
-	ep := &epoch{proc: p.id, lease: k, token: l.Token(), nonce: l.Record().Nonce, from: w.now(), elector: true, ended: -1}
+	ep := &epoch{proc: p.id, lease: k, token: l.Token(), nonce: l.Record().Nonce, from: w.now(), elector: true, ended: -1, believed: true}
 	var cancelled atomic.Int64
 	cancelled.Store(-1)
 	stop := context.AfterFunc(ctx, func() { cancelled.Store(int64(w.now())) })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,7 @@ func (w *world) check() []violation {
 	for k := range w.nkeys {
 		var hiReg, hiCommit, hiRecord uint64
 		var regAt, commitAt, recordAt time.Duration
+		wasRecord := false // the key holds a lease record (of any schema)
 		for i, a := range writes {
 			switch a.key {
 			case registerKey(k):
@@ -100,9 +102,13 @@ func (w *world) check() []violation {
 					hiCommit, commitAt = m.Token, at(a.at)
 				}
 			case leaseKey(k):
-				if _, ok := a.metadata[fence.TokenKey]; ok && !operator(a) {
+				if _, ok := a.metadata[fence.TokenKey]; ok && !operator(a) && wasRecord {
 					add(vRecordFenced, at(a.at), "%s: at %v a fenced write replaced the lease record with %q", a.key, at(a.at), a.data)
 				}
+				var head struct {
+					Schema *int `json:"objlease"`
+				}
+				wasRecord = a.op != "delete" && a.op != "hand-delete" && json.Unmarshal(a.data, &head) == nil && head.Schema != nil
 				var r struct {
 					Token         uint64
 					Nonce         string
@@ -189,8 +195,8 @@ func (w *world) check() []violation {
 	for k, es := range byLease {
 		for i, a := range es {
 			for _, b := range es[i+1:] {
-				if a.elector != b.elector {
-					continue
+				if a.elector != b.elector || !a.believed || !b.believed {
+					continue // a lease granted already expired was never believed
 				}
 				first, second := a, b
 				if b.from < a.from {
@@ -236,7 +242,14 @@ func (w *world) check() []violation {
 				Holder, State string
 			}
 			if json.Unmarshal(a.data, &rec) == nil && rec.State == "released" && rec.Holder == r.holder && rec.Token == r.token {
-				add(vMisreported, r.ret, "%s: %s's release of token %d landed at %v, but it reported: %v", a.key, r.holder, r.token, at(a.at), r.err)
+				valid := time.Duration(-1)
+				for _, e := range w.epochs {
+					if !e.elector && e.lease == r.lease && e.token == r.token && w.procs[e.proc].clients[e.lease].Holder() == r.holder {
+						valid = e.to
+					}
+				}
+				add(vMisreported, r.ret, "%s: %s's release of token %d landed at %v (its validity, last seen, to %v), but at %v it reported: %v",
+					a.key, r.holder, r.token, at(a.at), valid, r.ret, r.err)
 				break
 			}
 		}
@@ -350,10 +363,17 @@ var registerModel = porcupine.NondeterministicModel{
 	},
 }
 
+// linearizable checks ops. A write of unknown outcome may take effect
+// after its caller gave up on it (a request held up on its way to the
+// store), so its return is left open, as if it never returned.
 func linearizable(ops []regOp) bool {
 	hist := make([]porcupine.Operation, len(ops))
 	for i, op := range ops {
-		hist[i] = porcupine.Operation{ClientId: op.proc + 1, Input: op, Output: op, Call: int64(op.call), Return: int64(op.ret)}
+		ret := int64(op.ret)
+		if op.write && op.out == unknown {
+			ret = math.MaxInt64
+		}
+		hist[i] = porcupine.Operation{ClientId: op.proc + 1, Input: op, Output: op, Call: int64(op.call), Return: ret}
 	}
 	return porcupine.CheckOperations(registerModel.ToModel(), hist)
 }

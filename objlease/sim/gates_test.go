@@ -27,6 +27,13 @@ var gates = []gate{
 	// an outcome it cannot know reported as a definite loss.
 	{"a landed release reported as lost", []string{vMisreported},
 		func(c config) bool { return true }},
+	// A renewal whose write reaches the store late, after the call that
+	// sent it has given up (its retry refused or failed), is not
+	// recognised by the next renewal, which writes against the version
+	// before it and ends the lease as lost: the record is the holder's
+	// own.
+	{"a late write of an earlier renewal reported as lost", []string{vLateLost},
+		func(c config) bool { return c.lateWrites > 0 }},
 }
 
 // excused returns the violations no gate excuses, and the faults of the

@@ -117,6 +117,7 @@ type epoch struct {
 	from, to    time.Duration
 	cut         time.Duration // when the holder called Release; 0: never
 	elector     bool
+	believed    bool          // ValidFor was positive at least once (electors: always)
 	ended       time.Duration // when the lease's context ended; -1: not yet
 	lost        error         // the loss the holder was told of, if it was
 }
@@ -298,6 +299,7 @@ func (p *proc) claim() time.Duration {
 		end := p.clock.realEnd(now, v).Sub(p.w.start)
 		p.w.mu.Lock()
 		p.ep.to = max(p.ep.to, end)
+		p.ep.believed = true
 		p.w.mu.Unlock()
 	}
 	return v
