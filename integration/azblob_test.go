@@ -91,7 +91,7 @@ func (a azTarget) client(t *testing.T, containerName string, rt http.RoundTrippe
 
 // store is an azblob store on the target's container whose requests pass
 // through rt.
-func (a azTarget) store(t *testing.T, rt http.RoundTripper) *azblob.Store {
+func (a azTarget) store(t *testing.T, rt http.RoundTripper) *providers.Bucket {
 	t.Helper()
 	return azblob.New(a.client(t, a.container, rt))
 }
@@ -116,7 +116,27 @@ func TestAzblobConformance(t *testing.T) {
 		providertest.Run(t, providertest.Config{Store: s, Prefix: key + a.prefix + "open/"})
 	})
 	t.Run("New", func(t *testing.T) {
-		providertest.Run(t, providertest.Config{Store: a.store(t, nil), Prefix: a.prefix + "new/"})
+		providertest.Run(t, providertest.Config{
+			Store:         a.store(t, nil),
+			Prefix:        a.prefix + "new/",
+			MissingBucket: azblob.New(a.client(t, randomName(), nil)),
+			As: &providertest.AsCheck{
+				Store: func(s providers.Store) error {
+					var c *container.Client
+					if !s.As(&c) || c == nil {
+						return errors.New("As(**container.Client) did not reach the client")
+					}
+					return nil
+				},
+				Error: func(err error) error {
+					var re *azcore.ResponseError
+					if !errors.As(err, &re) || re.StatusCode != 404 {
+						return errors.New("errors.As did not reach a 404 *azcore.ResponseError")
+					}
+					return nil
+				},
+			},
+		})
 	})
 }
 
@@ -347,7 +367,7 @@ func TestAzblobMissingContainer(t *testing.T) {
 	_, errGet := s.Get(ctx, "k", 0)
 	_, errCreate := s.Create(ctx, "k", []byte("x"), nil)
 	for op, err := range map[string]error{"get": errGet, "create": errCreate} {
-		re := wantAzErr(t, err, op, "k", providers.ErrInvalidKey)
+		re := wantAzErr(t, err, op, "k", providers.ErrNoBucket)
 		if errors.Is(err, providers.ErrNotFound) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s in container %q: %v; want an error naming the container, not ErrNotFound", op, name, err)
 		}

@@ -108,7 +108,7 @@ func (s s3Target) client(t *testing.T, mod func(*s3sdk.Options)) *s3sdk.Client {
 
 // store returns an s3.Store on the target's bucket whose requests pass
 // through rt (nil: the default transport).
-func (s s3Target) store(t *testing.T, rt http.RoundTripper) *s3.Store {
+func (s s3Target) store(t *testing.T, rt http.RoundTripper) *providers.Bucket {
 	t.Helper()
 	return s3.New(s.client(t, func(o *s3sdk.Options) {
 		if rt != nil {
@@ -187,7 +187,27 @@ func TestS3Conformance(t *testing.T) {
 		providertest.Run(t, providertest.Config{Store: st, Prefix: target.prefix + "open/"})
 	})
 	t.Run("New", func(t *testing.T) {
-		providertest.Run(t, providertest.Config{Store: target.store(t, nil), Prefix: target.prefix + "new/"})
+		providertest.Run(t, providertest.Config{
+			Store:         target.store(t, nil),
+			Prefix:        target.prefix + "new/",
+			MissingBucket: s3.New(target.client(t, nil), randomName()),
+			As: &providertest.AsCheck{
+				Store: func(s providers.Store) error {
+					var c *s3sdk.Client
+					if !s.As(&c) || c == nil {
+						return errors.New("As(**s3.Client) did not reach the client")
+					}
+					return nil
+				},
+				Error: func(err error) error {
+					var re *smithyhttp.ResponseError
+					if !errors.As(err, &re) || re.HTTPStatusCode() != 404 {
+						return errors.New("errors.As did not reach a 404 *smithyhttp.ResponseError")
+					}
+					return nil
+				},
+			},
+		})
 	})
 }
 
@@ -410,10 +430,10 @@ func TestS3MissingBucket(t *testing.T) {
 	check("replace", key, err)
 	_, err = st.List(ctx, target.prefix, "", 10)
 	check("list", target.prefix, err)
-	// A HEAD reply has no body to say which of the two is missing.
-	if _, err := st.Stat(ctx, key); !errors.Is(err, providers.ErrNotFound) {
-		t.Errorf("stat in a missing bucket: %v, want ErrNotFound", err)
-	}
+	// A HEAD reply has no body to say which of the two is missing; a
+	// one-key listing does.
+	_, err = st.Stat(ctx, key)
+	check("stat", key, err)
 }
 
 // A write whose reply is lost is reported as ErrUnknownOutcome, not as the

@@ -14,7 +14,8 @@ import (
 var ErrBadURL = errors.New("bad store URL")
 
 // Opener opens the store a URL names and returns it with the object key (or
-// key prefix) the URL points at. Providers register one per scheme.
+// key prefix) the URL points at. Providers register one per scheme; a
+// provider built on a Driver returns its *Bucket.
 type Opener func(ctx context.Context, u *url.URL) (store Store, key string, err error)
 
 var (
@@ -48,8 +49,9 @@ func Schemes() []string {
 // Open opens the store named by rawURL (for example file:///srv/leases/job,
 // s3://bucket/leases/job) and returns it with the key the URL points at. The
 // provider package for the scheme must be imported (providers/all imports
-// every one).
-func Open(ctx context.Context, rawURL string) (Store, string, error) {
+// every one). A store the opener did not build as a *Bucket is put under
+// one with StoreDriver, so every store opened by URL does the shared checks.
+func Open(ctx context.Context, rawURL string) (*Bucket, string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w %q: %v", ErrBadURL, rawURL, err)
@@ -63,5 +65,12 @@ func Open(ctx context.Context, rawURL string) (Store, string, error) {
 	if !ok {
 		return nil, "", fmt.Errorf("%w %q: unknown scheme %q (want one of %s)", ErrBadURL, rawURL, u.Scheme, strings.Join(Schemes(), ", "))
 	}
-	return open(ctx, u)
+	s, key, err := open(ctx, u)
+	if err != nil {
+		return nil, "", err
+	}
+	if b, ok := s.(*Bucket); ok {
+		return b, key, nil
+	}
+	return NewBucket(StoreDriver(s)), key, nil
 }

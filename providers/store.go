@@ -5,9 +5,15 @@
 // A store holds objects under string keys. Every write is conditional: create
 // only if absent, replace or delete only if the object's version still
 // matches. Versions are opaque strings chosen by the store; the protocol only
-// compares them for equality. Each provider lives in its own package below
-// this one (mem, file, s3, gcs, azblob) and every one passes the same
-// conformance suite in providertest.
+// compares them for equality.
+//
+// Callers use *Bucket, the one implementation of Store that does what every
+// store needs alike: key checks, refusing an empty version, checking the
+// context before anything is sent, naming the operation and key in errors,
+// lower-casing metadata keys, bounding reads and counting requests. Below it,
+// each provider package (mem, s3, gcs, azblob, faulty) implements the small
+// Driver interface, and every one passes the same conformance suite in
+// providertest.
 package providers
 
 import (
@@ -38,8 +44,24 @@ var (
 	ErrUnknownOutcome = errors.New("outcome of write unknown")
 	// ErrTooLarge: the object is larger than the caller's read bound.
 	ErrTooLarge = errors.New("object larger than read bound")
-	// ErrInvalidKey: the key (or bucket) is not acceptable to the store.
+	// ErrInvalidKey: the key, a metadata name or the bucket name is not
+	// acceptable to the store. Nothing was sent.
 	ErrInvalidKey = errors.New("invalid key")
+	// ErrNoBucket: the bucket (S3, GCS) or container (Azure) does not exist.
+	// Nothing was written.
+	ErrNoBucket = errors.New("bucket does not exist")
+	// ErrPermission: the store refused the credentials (unknown key, wrong
+	// secret, expired token) or denied the request. Nothing was written.
+	ErrPermission = errors.New("permission denied")
+	// ErrUnreachable: no connection to the store could be made (connection
+	// refused, DNS failure, TLS handshake failure), so the request was never
+	// sent and a write was not applied. A request that was sent and whose
+	// reply was lost is ErrUnknownOutcome instead.
+	ErrUnreachable = errors.New("store unreachable")
+	// ErrWrongEndpoint: something answered at the store's address, but not
+	// as the store's API does (a wrong URL path, or a server that is not the
+	// store). A write was not applied.
+	ErrWrongEndpoint = errors.New("endpoint does not serve the store's API")
 )
 
 // Error names the operation and the object a portable error is about.
@@ -111,6 +133,9 @@ type Properties struct {
 	// MinWriteInterval is the smallest sustained interval between writes to one
 	// object the store accepts without throttling (about 1 s on GCS).
 	MinWriteInterval time.Duration
+	// MaxKeyBytes is the longest key, in bytes, the store accepts; 0 means
+	// no limit of its own.
+	MaxKeyBytes int
 }
 
 // Store is the contract. Implementations must be safe for concurrent use.

@@ -3,14 +3,11 @@ package azblob
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"path"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -22,18 +19,24 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-// Store is a providers.Store backed by one Azure Blob Storage container.
+// Store is the providers.Driver for one Azure Blob Storage container; New
+// puts it under a *providers.Bucket.
 type Store struct {
 	client    *container.Client
 	container string // for messages
 }
 
-var _ providers.Store = (*Store)(nil)
+var _ providers.Driver = (*Store)(nil)
 
-// New returns a Store that keeps its objects in the container client points
-// at. The caller owns the client's credentials, transport and retry policy
-// (writes disable retries per call; see the package documentation).
-func New(client *container.Client) *Store {
+// New returns the store that keeps its objects in the container client
+// points at. The caller owns the client's credentials, transport and retry
+// policy (writes disable retries per call; see the package documentation).
+func New(client *container.Client) *providers.Bucket {
+	return providers.NewBucket(NewDriver(client))
+}
+
+// NewDriver returns the driver New wraps.
+func NewDriver(client *container.Client) *Store {
 	return &Store{client: client, container: containerName(client.URL())}
 }
 
@@ -52,51 +55,31 @@ func noRetry(ctx context.Context) context.Context {
 	return policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1})
 }
 
-// Get reads a blob's bytes, attributes and metadata in one request.
-func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
-	if err := checkKey(key); err != nil {
-		return nil, providers.Wrap("get", key, providers.ErrInvalidKey, err)
-	}
+// Read reads a blob's bytes, attributes and metadata in one request.
+func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reader, error) {
 	resp, err := s.client.NewBlobClient(key).DownloadStream(ctx, nil)
 	if err != nil {
 		return nil, s.mapError("get", key, err)
 	}
-	defer resp.Body.Close()
-	size := deref(resp.ContentLength)
-	if maxBytes > 0 && size > maxBytes {
-		return nil, providers.Wrap("get", key, providers.ErrTooLarge,
-			fmt.Errorf("blob is %d bytes, bound is %d", size, maxBytes))
+	size := int64(-1)
+	if resp.ContentLength != nil {
+		size = *resp.ContentLength
 	}
-	var body io.Reader = resp.Body
-	if maxBytes > 0 {
-		body = io.LimitReader(body, maxBytes+1) // in case the length was not declared
-	}
-	data, err := io.ReadAll(body)
-	if err != nil {
-		return nil, s.mapError("get", key, err)
-	}
-	if maxBytes > 0 && int64(len(data)) > maxBytes {
-		return nil, providers.Wrap("get", key, providers.ErrTooLarge,
-			fmt.Errorf("blob is over the bound of %d bytes", maxBytes))
-	}
-	return &providers.Object{
+	return &providers.Reader{
 		Attrs: providers.Attrs{
 			Key:          key,
 			Version:      etag(resp.ETag),
-			Size:         int64(len(data)),
+			Size:         size,
 			Metadata:     decodeMetadata(resp.Metadata),
 			LastModified: deref(resp.LastModified),
 			StoreTime:    deref(resp.Date),
 		},
-		Data: data,
+		Body: resp.Body,
 	}, nil
 }
 
 // Stat reads a blob's attributes and metadata.
 func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
-	if err := checkKey(key); err != nil {
-		return nil, providers.Wrap("stat", key, providers.ErrInvalidKey, err)
-	}
 	resp, err := s.client.NewBlobClient(key).GetProperties(ctx, nil)
 	if err != nil {
 		return nil, s.mapError("stat", key, err)
@@ -120,18 +103,15 @@ func (s *Store) Create(ctx context.Context, key string, data []byte, metadata ma
 // Replace uploads the blob with If-Match: ifVersion.
 func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
 	if err := checkVersion(ifVersion); err != nil {
-		return providers.WriteResult{}, providers.Wrap("replace", key, providers.ErrPrecondition, err)
+		return providers.WriteResult{}, fmt.Errorf("%w: %w", providers.ErrPrecondition, err)
 	}
 	return s.put(ctx, "replace", key, data, metadata, &sdkblob.ModifiedAccessConditions{IfMatch: ifMatch(ifVersion)})
 }
 
 func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond *sdkblob.ModifiedAccessConditions) (providers.WriteResult, error) {
-	if err := checkKey(key); err != nil {
-		return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrInvalidKey, err)
-	}
 	md, err := encodeMetadata(metadata)
 	if err != nil {
-		return providers.WriteResult{}, providers.Wrap(op, key, err, nil)
+		return providers.WriteResult{}, err
 	}
 	resp, err := s.client.NewBlockBlobClient(key).Upload(noRetry(ctx),
 		streaming.NopCloser(bytes.NewReader(data)),
@@ -151,11 +131,8 @@ func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata m
 
 // Delete deletes the blob with If-Match: ifVersion.
 func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
-	if err := checkKey(key); err != nil {
-		return providers.Wrap("delete", key, providers.ErrInvalidKey, err)
-	}
 	if err := checkVersion(ifVersion); err != nil {
-		return providers.Wrap("delete", key, providers.ErrPrecondition, err)
+		return fmt.Errorf("%w: %w", providers.ErrPrecondition, err)
 	}
 	_, err := s.client.NewBlobClient(key).Delete(noRetry(ctx), &sdkblob.DeleteOptions{
 		AccessConditions: &sdkblob.AccessConditions{
@@ -204,6 +181,7 @@ func (s *Store) Properties() providers.Properties {
 		Name:                 "azblob",
 		VersionsRepeat:       false, // the ETag changes on every write, even of identical bytes
 		TimestampGranularity: time.Second,
+		MaxKeyBytes:          1024,
 	}
 }
 
@@ -219,18 +197,9 @@ func (s *Store) As(target any) bool {
 // Close does nothing: the caller owns the client.
 func (s *Store) Close() error { return nil }
 
-// checkKey refuses keys Azure would store under a different name or reject.
-func checkKey(key string) error {
-	switch {
-	case key == "":
-		return errors.New("empty key")
-	case len(key) > 1024:
-		return fmt.Errorf("key is %d bytes, Azure allows 1024", len(key))
-	case !utf8.ValidString(key):
-		return errors.New("key is not valid UTF-8")
-	case strings.HasPrefix(key, "/"):
-		return errors.New("key starts with '/'")
-	}
+// CheckKey refuses keys Azure would store under a different name, beyond
+// the portable rules.
+func (s *Store) CheckKey(key string) error {
 	// The service normalises URL paths: "." and ".." segments are resolved and
 	// a trailing dot or slash is dropped, so such a key would name another blob.
 	for _, seg := range strings.Split(key, "/") {

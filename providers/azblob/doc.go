@@ -50,17 +50,21 @@
 //
 // Every failure is returned as a *providers.Error naming the operation and the
 // key; the SDK's *azcore.ResponseError (or transport error) stays reachable
-// with errors.As. The mapping lives in one place, Store.mapError:
+// with errors.As. The SDK's message for a refusal spans many lines and
+// carries the reply body; messages here say only its status and code. The
+// mapping lives in one place, Store.mapError:
 //
 //	answer                                          operation    portable error
 //	409 BlobAlreadyExists                           create       ErrPrecondition
 //	412 ConditionNotMet                             any write    ErrPrecondition
 //	404 BlobNotFound                                replace/del  ErrPrecondition (Azure, If-Match on a missing blob)
 //	404 BlobNotFound (or a HEAD 404 without a code) get/stat     ErrNotFound
-//	404 ContainerNotFound                           any          ErrInvalidKey, naming the container
+//	404 ContainerNotFound                           any          ErrNoBucket, naming the container
+//	403 AuthenticationFailed, Authorization*        any          ErrPermission, naming the container
 //	400 InvalidResourceName, InvalidUri             any          ErrInvalidKey
 //	429 (any code), 503 ServerBusy                  any          ErrThrottled
 //	other 5xx                                       any write    ErrUnknownOutcome
+//	no connection (refused, DNS, TLS handshake)     any          ErrUnreachable, naming the container
 //	no answer (reset, timeout, context ended)       any write    ErrUnknownOutcome
 //	anything else, e.g. 409/412 Lease*              any          the native error only
 //
@@ -69,9 +73,10 @@
 // so it is not reported as ErrPrecondition. Azure has no answer that means
 // ErrConflict: the losers of racing conditional writes get 412 or 409
 // BlobAlreadyExists. Local checks refuse, before any request, an invalid key
-// (ErrInvalidKey: empty, over 1024 bytes, not UTF-8, a leading '/', an empty path
-// segment or one ending in '.', which Azure advises against) and an empty or
-// "*" version (ErrPrecondition: it would make If-Match match anything).
+// (ErrInvalidKey: the Bucket's portable rules, over 1024 bytes, and, in
+// CheckKey, an empty path segment or one ending in '.', which Azure advises
+// against) and an empty or "*" version (ErrPrecondition: it would make
+// If-Match match anything).
 //
 // # Metadata
 //

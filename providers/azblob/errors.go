@@ -12,24 +12,37 @@ import (
 )
 
 // mapError is the one place where the store's answers become portable
-// errors. The native error stays reachable with errors.As.
+// errors. The native error stays reachable with errors.As; its message,
+// many lines with the reply body, is replaced by the status and code.
 func (s *Store) mapError(op, key string, err error) error {
 	write := op == "create" || op == "replace" || op == "delete"
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
-		if write {
-			// No answer: connection refused or reset, reply lost, timeout,
-			// context cancelled or past its deadline. The write may have landed.
-			return providers.Wrap(op, key, providers.ErrUnknownOutcome, err)
+		switch {
+		// No connection could be made (refused, DNS, TLS handshake):
+		// nothing was sent, so even a write's outcome is known.
+		case providers.ConnectFailed(err):
+			return fmt.Errorf("%w: container %q: %w", providers.ErrUnreachable, s.container, err)
+		// No answer: connection reset, reply lost, timeout, context
+		// cancelled or past its deadline. The write may have landed.
+		case write:
+			return fmt.Errorf("%w: %w", providers.ErrUnknownOutcome, err)
 		}
-		return providers.Wrap(op, key, err, nil)
+		return err
 	}
 	code := bloberror.Code(re.ErrorCode)
+	native := providers.Native(fmt.Sprintf("%d %s", re.StatusCode, re.ErrorCode), err)
 	var sentinel error
 	switch {
 	// Azure and Azurite: the container does not exist (any operation).
 	case code == bloberror.ContainerNotFound:
-		sentinel = fmt.Errorf("%w: container %q does not exist", providers.ErrInvalidKey, s.container)
+		sentinel = fmt.Errorf("%w: %q", providers.ErrNoBucket, s.container)
+	// Azure and Azurite: a wrong account key (the signature does not
+	// match), an expired SAS, or a principal without the role.
+	case code == bloberror.AuthenticationFailed, code == bloberror.AuthorizationFailure,
+		code == bloberror.AuthorizationPermissionMismatch, code == bloberror.InsufficientAccountPermissions,
+		re.StatusCode == http.StatusForbidden && code == "":
+		sentinel = fmt.Errorf("%w for container %q", providers.ErrPermission, s.container)
 	// Azure and Azurite answer If-None-Match: * on an existing blob with 409
 	// BlobAlreadyExists, not 412.
 	case op == "create" && code == bloberror.BlobAlreadyExists:
@@ -62,7 +75,7 @@ func (s *Store) mapError(op, key string, err error) error {
 	// LeaseIdMissing or 412 LeaseIdMismatchWithBlobOperation on a blob held
 	// by a native lease, or 403 AuthorizationFailure.
 	default:
-		return providers.Wrap(op, key, err, nil)
+		return native
 	}
-	return providers.Wrap(op, key, sentinel, err)
+	return fmt.Errorf("%w: %w", sentinel, native)
 }

@@ -25,7 +25,7 @@ const testContainer = "leases"
 // whose real SDK client talks to it, plus a count of the requests it saw. The
 // client keeps the SDK's default of three retries, with a negligible delay,
 // so the counts show which calls the SDK may repeat.
-func fakeAzure(t *testing.T, h http.HandlerFunc) (*Store, *atomic.Int32) {
+func fakeAzure(t *testing.T, h http.HandlerFunc) (*providers.Bucket, *atomic.Int32) {
 	t.Helper()
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +64,7 @@ Time:2026-11-29T10:00:00.0000000Z</Message></Error>`, code, http.StatusText(stat
 }
 
 // run performs op on key and returns its error.
-func run(ctx context.Context, s *Store, op, key string) error {
+func run(ctx context.Context, s *providers.Bucket, op, key string) error {
 	var err error
 	switch op {
 	case "get":
@@ -89,7 +89,8 @@ func isWrite(op string) bool { return op == "create" || op == "replace" || op ==
 
 var sentinels = []error{
 	providers.ErrNotFound, providers.ErrPrecondition, providers.ErrConflict, providers.ErrThrottled,
-	providers.ErrUnknownOutcome, providers.ErrTooLarge, providers.ErrInvalidKey,
+	providers.ErrUnknownOutcome, providers.ErrTooLarge, providers.ErrInvalidKey, providers.ErrNoBucket,
+	providers.ErrPermission, providers.ErrUnreachable,
 }
 
 // checkOnly fails unless err matches want and no other sentinel (want nil:
@@ -127,10 +128,19 @@ func TestErrorMapping(t *testing.T) {
 		{"stat", 404, "BlobNotFound", providers.ErrNotFound},
 		{"stat", 404, "", providers.ErrNotFound},
 		// The container is missing.
-		{"get", 404, "ContainerNotFound", providers.ErrInvalidKey},
-		{"create", 404, "ContainerNotFound", providers.ErrInvalidKey},
-		{"replace", 404, "ContainerNotFound", providers.ErrInvalidKey},
-		{"list", 404, "ContainerNotFound", providers.ErrInvalidKey},
+		{"get", 404, "ContainerNotFound", providers.ErrNoBucket},
+		{"create", 404, "ContainerNotFound", providers.ErrNoBucket},
+		{"replace", 404, "ContainerNotFound", providers.ErrNoBucket},
+		{"list", 404, "ContainerNotFound", providers.ErrNoBucket},
+		{"stat", 404, "ContainerNotFound", providers.ErrNoBucket},
+		{"delete", 404, "ContainerNotFound", providers.ErrNoBucket},
+		// Credentials refused: a wrong account key (Azure and Azurite
+		// answer 403 AuthenticationFailed), a principal without the role.
+		{"get", 403, "AuthenticationFailed", providers.ErrPermission},
+		{"stat", 403, "AuthenticationFailed", providers.ErrPermission},
+		{"create", 403, "AuthenticationFailed", providers.ErrPermission},
+		{"create", 403, "AuthorizationFailure", providers.ErrPermission},
+		{"replace", 403, "AuthorizationPermissionMismatch", providers.ErrPermission},
 		// Names the service refuses.
 		{"create", 400, "InvalidResourceName", providers.ErrInvalidKey},
 		{"get", 400, "InvalidUri", providers.ErrInvalidKey},
@@ -153,7 +163,6 @@ func TestErrorMapping(t *testing.T) {
 		{"delete", 412, "LeaseIdMismatchWithBlobOperation", nil},
 		{"create", 409, "LeaseIdMissing", nil},
 		// Other definite refusals.
-		{"create", 403, "AuthorizationFailure", nil},
 		{"replace", 400, "InvalidMetadata", nil},
 	}
 	for _, tt := range tests {
@@ -179,8 +188,12 @@ func TestErrorMapping(t *testing.T) {
 			if !strings.Contains(err.Error(), key) {
 				t.Errorf("message %q does not name the key", err)
 			}
-			if tt.code == "ContainerNotFound" && !strings.Contains(err.Error(), `"`+testContainer+`"`) {
+			if (tt.code == "ContainerNotFound" || tt.status == 403) && !strings.Contains(err.Error(), `"`+testContainer+`"`) {
 				t.Errorf("message %q does not name the container", err)
+			}
+			// The SDK's message spans lines and carries the reply body.
+			if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), fmt.Sprintf("%d %s", tt.status, tt.code)) {
+				t.Errorf("message %q is not one line naming status and code", err)
 			}
 
 			// Writes go out once; reads keep the SDK's retries for the
@@ -241,5 +254,26 @@ func TestNoAnswer(t *testing.T) {
 				t.Errorf("context error not reachable: %v", err)
 			}
 		})
+	}
+}
+
+// TestUnreachable: with nothing listening no request is ever sent, so even
+// a write's outcome is known.
+func TestUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close() // the port now refuses connections
+	c, err := container.NewClientWithNoCredential(srv.URL+"/devstoreaccount1/"+testContainer, &container.ClientOptions{
+		ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{RetryDelay: time.Nanosecond, MaxRetryDelay: time.Nanosecond}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(c)
+	for _, op := range []string{"create", "replace", "delete", "get", "stat", "list"} {
+		err := run(t.Context(), s, op, "a/b")
+		checkOnly(t, err, providers.ErrUnreachable)
+		if !strings.Contains(err.Error(), `"`+testContainer+`"`) {
+			t.Errorf("%s: message %q does not name the container", op, err)
+		}
 	}
 }

@@ -36,7 +36,7 @@ func init() {
 // package documentation for query parameters and environment variables) and
 // returns it with the key the URL points at. opts, which may be nil, are
 // passed to the SDK client, e.g. to install a transport.
-func OpenURL(ctx context.Context, rawURL string, opts *container.ClientOptions) (*Store, string, error) {
+func OpenURL(ctx context.Context, rawURL string, opts *container.ClientOptions) (*providers.Bucket, string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w %q: %v", providers.ErrBadURL, rawURL, err)
@@ -77,7 +77,7 @@ func parseURL(u *url.URL) (location, error) {
 	return loc, nil
 }
 
-func openURL(u *url.URL, opts *container.ClientOptions) (*Store, string, error) {
+func openURL(u *url.URL, opts *container.ClientOptions) (*providers.Bucket, string, error) {
 	loc, err := parseURL(u)
 	if err != nil {
 		return nil, "", err

@@ -131,8 +131,15 @@ func (c Counts) Total() int64 {
 }
 
 // Store is a providers.Store that injects faults into the requests it
-// passes on. It is safe for concurrent use.
+// passes on: a *providers.Bucket over a driver that injects them, with the
+// fault counters alongside. It is safe for concurrent use.
 type Store struct {
+	*providers.Bucket
+	d *driver
+}
+
+// driver draws and injects the faults, then passes requests to inner.
+type driver struct {
 	inner providers.Store
 	cfg   Config
 
@@ -183,12 +190,13 @@ func New(inner providers.Store, cfg Config) (*Store, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = realSleep
 	}
-	return &Store{
+	d := &driver{
 		inner:   inner,
 		cfg:     cfg,
 		rnd:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		release: make(chan struct{}),
-	}, nil
+	}
+	return &Store{Bucket: providers.NewBucket(d), d: d}, nil
 }
 
 func realSleep(ctx context.Context, d time.Duration) error {
@@ -204,24 +212,24 @@ func realSleep(ctx context.Context, d time.Duration) error {
 
 // Counts returns how many faults of each kind have been injected so far.
 func (s *Store) Counts() Counts {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	return s.d.counts
 }
 
 // Requests returns how many requests have passed through s.
 func (s *Store) Requests() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.requests
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	return s.d.requests
 }
 
 // ReleaseStalls lets every request stalled so far go on to the store.
 func (s *Store) ReleaseStalls() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	close(s.release)
-	s.release = make(chan struct{})
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	close(s.d.release)
+	s.d.release = make(chan struct{})
 }
 
 // plan is what happens to one request.
@@ -233,7 +241,7 @@ type plan struct {
 
 // decide draws one request's fate. It always draws the same number of
 // values, so the n-th request's fate does not depend on earlier outcomes.
-func (s *Store) decide(op Op) plan {
+func (s *driver) decide(op Op) plan {
 	r, ok := s.cfg.Ops[op]
 	if !ok {
 		r = s.cfg.Default
@@ -265,31 +273,31 @@ func (s *Store) decide(op Op) plan {
 	return p
 }
 
-func injected(op Op, key string, sentinel error, what string) error {
-	return providers.Wrap(string(op), key, sentinel, fmt.Errorf("%w: %s", ErrInjected, what))
+func injected(sentinel error, what string) error {
+	return fmt.Errorf("%w: %w: %s", sentinel, ErrInjected, what)
 }
 
 // do runs one request, call, through its plan.
-func (s *Store) do(ctx context.Context, op Op, key string, call func() error) error {
+func (s *driver) do(ctx context.Context, op Op, call func() error) error {
 	p := s.decide(op)
 	if p.before > 0 {
 		if err := s.cfg.Sleep(ctx, p.before); err != nil {
-			return s.cut(ctx, op, key, err)
+			return s.cut(ctx, op, err)
 		}
 	}
 	switch p.fault {
 	case KindPrecondition:
-		return injected(op, key, providers.ErrPrecondition, "refused before reaching the store")
+		return injected(providers.ErrPrecondition, "refused before reaching the store")
 	case KindConflict:
-		return injected(op, key, providers.ErrConflict, "refused before reaching the store")
+		return injected(providers.ErrConflict, "refused before reaching the store")
 	case KindThrottled:
-		return injected(op, key, providers.ErrThrottled, "refused before reaching the store")
+		return injected(providers.ErrThrottled, "refused before reaching the store")
 	case KindUnknown:
-		return injected(op, key, providers.ErrUnknownOutcome, "request lost before reaching the store")
+		return injected(providers.ErrUnknownOutcome, "request lost before reaching the store")
 	case KindStall:
 		select {
 		case <-ctx.Done():
-			return s.cut(ctx, op, key, context.Cause(ctx))
+			return s.cut(ctx, op, context.Cause(ctx))
 		case <-p.release:
 		}
 	}
@@ -297,74 +305,74 @@ func (s *Store) do(ctx context.Context, op Op, key string, call func() error) er
 	if p.after > 0 {
 		if serr := s.cfg.Sleep(ctx, p.after); serr != nil && err == nil {
 			// The request was applied; only its reply is cut short.
-			return s.cut(ctx, op, key, serr)
+			return s.cut(ctx, op, serr)
 		}
 	}
 	if p.fault == KindLostReply && err == nil {
 		s.mu.Lock()
 		s.counts[KindLostReply]++
 		s.mu.Unlock()
-		return injected(op, key, providers.ErrUnknownOutcome, "reply lost after the write was applied")
+		return injected(providers.ErrUnknownOutcome, "reply lost after the write was applied")
 	}
 	return err
 }
 
 // cut is the error of a request its context ended: a write's outcome is
 // unknown to the caller, as with a real store that timed out.
-func (s *Store) cut(ctx context.Context, op Op, key string, cause error) error {
+func (s *driver) cut(ctx context.Context, op Op, cause error) error {
 	if cause == nil {
 		cause = ctx.Err()
 	}
 	if op.write() {
-		return providers.Wrap(string(op), key, providers.ErrUnknownOutcome, cause)
+		return fmt.Errorf("%w: %w", providers.ErrUnknownOutcome, cause)
 	}
-	return &providers.Error{Op: string(op), Key: key, Err: cause}
+	return cause
 }
 
-// Get implements providers.Store.
-func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (obj *providers.Object, err error) {
-	err = s.do(ctx, Get, key, func() error { obj, err = s.inner.Get(ctx, key, maxBytes); return err })
+func (s *driver) Read(ctx context.Context, key string, maxBytes int64) (r *providers.Reader, err error) {
+	err = s.do(ctx, Get, func() error {
+		o, err := s.inner.Get(ctx, key, maxBytes)
+		if err == nil {
+			r = providers.NewBytesReader(o.Attrs, o.Data)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return obj, nil
+	return r, nil
 }
 
-// Stat implements providers.Store.
-func (s *Store) Stat(ctx context.Context, key string) (a *providers.Attrs, err error) {
-	err = s.do(ctx, Stat, key, func() error { a, err = s.inner.Stat(ctx, key); return err })
+func (s *driver) Stat(ctx context.Context, key string) (a *providers.Attrs, err error) {
+	err = s.do(ctx, Stat, func() error { a, err = s.inner.Stat(ctx, key); return err })
 	if err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
-// Create implements providers.Store.
-func (s *Store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (res providers.WriteResult, err error) {
-	err = s.do(ctx, Create, key, func() error { res, err = s.inner.Create(ctx, key, data, metadata); return err })
+func (s *driver) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (res providers.WriteResult, err error) {
+	err = s.do(ctx, Create, func() error { res, err = s.inner.Create(ctx, key, data, metadata); return err })
 	if err != nil {
 		return providers.WriteResult{}, err
 	}
 	return res, nil
 }
 
-// Replace implements providers.Store.
-func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (res providers.WriteResult, err error) {
-	err = s.do(ctx, Replace, key, func() error { res, err = s.inner.Replace(ctx, key, data, metadata, ifVersion); return err })
+func (s *driver) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (res providers.WriteResult, err error) {
+	err = s.do(ctx, Replace, func() error { res, err = s.inner.Replace(ctx, key, data, metadata, ifVersion); return err })
 	if err != nil {
 		return providers.WriteResult{}, err
 	}
 	return res, nil
 }
 
-// Delete implements providers.Store.
-func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
-	return s.do(ctx, Delete, key, func() error { return s.inner.Delete(ctx, key, ifVersion) })
+func (s *driver) Delete(ctx context.Context, key string, ifVersion string) error {
+	return s.do(ctx, Delete, func() error { return s.inner.Delete(ctx, key, ifVersion) })
 }
 
-// List implements providers.Store.
-func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (page providers.ListPage, err error) {
-	err = s.do(ctx, List, prefix, func() error { page, err = s.inner.List(ctx, prefix, pageToken, pageSize); return err })
+func (s *driver) List(ctx context.Context, prefix, pageToken string, pageSize int) (page providers.ListPage, err error) {
+	err = s.do(ctx, List, func() error { page, err = s.inner.List(ctx, prefix, pageToken, pageSize); return err })
 	if err != nil {
 		return providers.ListPage{}, err
 	}
@@ -372,10 +380,10 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 }
 
 // Properties reports the wrapped store's properties.
-func (s *Store) Properties() providers.Properties { return s.inner.Properties() }
+func (s *driver) Properties() providers.Properties { return s.inner.Properties() }
 
 // As reaches the wrapped store's client.
-func (s *Store) As(target any) bool { return s.inner.As(target) }
+func (s *driver) As(target any) bool { return s.inner.As(target) }
 
 // Close closes the wrapped store.
-func (s *Store) Close() error { return s.inner.Close() }
+func (s *driver) Close() error { return s.inner.Close() }

@@ -1,6 +1,7 @@
 package gcs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,10 +13,12 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-// mapErr turns what the SDK returned for op on key into a *providers.Error.
-// It is the only place where store answers become portable errors; the SDK's
-// error stays in the chain for errors.As.
-func (s *Store) mapErr(op, key string, err error) error {
+// mapErr turns what the SDK returned for op on key into an error matching
+// the portable sentinels. It is the only place where store answers become
+// portable errors; the SDK's error stays in the chain for errors.As. slot
+// holds what DateTransport saw of the reply (nothing, for a client without
+// it); ctx is the call's, for the one bucket lookup a 404 may need.
+func (s *Store) mapErr(ctx context.Context, slot *replySlot, op, key string, err error) error {
 	write := op == "create" || op == "replace" || op == "delete"
 	status := 0
 	var ge *googleapi.Error
@@ -23,10 +26,19 @@ func (s *Store) mapErr(op, key string, err error) error {
 		status = ge.Code
 	}
 	// The SDK turns every 404 of an object call into ErrObjectNotExist, and
-	// of a listing into ErrBucketNotExist; the XML read path keeps no
-	// *googleapi.Error at all.
+	// of a listing into ErrBucketNotExist; the read path drops the reply.
 	notFound := status == http.StatusNotFound ||
 		errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist)
+	body := slot.errorBody()
+	if ge != nil && ge.Body != "" {
+		body = ge.Body
+	}
+	// fake-gcs-server says "Not Found" for a missing bucket and a missing
+	// object alike: until the bucket is known to exist, look it up once.
+	var lookup error
+	if notFound && !s.seen.Load() && !notAPI(op, body) && !bucketMissing(body) && op != "create" && op != "list" {
+		lookup = s.lookUpBucket(ctx)
+	}
 
 	var sentinel error
 	switch {
@@ -42,11 +54,29 @@ func (s *Store) mapErr(op, key string, err error) error {
 	// one object (or a project-wide rate limit). Nothing was written.
 	case status == http.StatusTooManyRequests:
 		sentinel = providers.ErrThrottled
-	// GCS: 404 "The specified bucket does not exist."; a create or a listing
-	// cannot 404 for any other reason (fake-gcs-server says only "Not Found").
-	case notFound && (bucketMissing(ge) || op == "create" || op == "list"):
-		return providers.Wrap(op, key, providers.ErrInvalidKey,
-			fmt.Errorf("bucket %q does not exist: %w", s.name, err))
+	// GCS: 401 for missing or expired credentials, 403 "... does not have
+	// storage.objects.create access" for IAM. Nothing was written.
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		sentinel = fmt.Errorf("%w for bucket %q", providers.ErrPermission, s.name)
+	// A 404 page that no Cloud Storage API writes: the endpoint is not the
+	// API root (an endpoint without /storage/v1/, or fake-gcs-server
+	// without -public-host for XML reads). Taken for a missing object, it
+	// would hide an existing one.
+	case notFound && notAPI(op, body):
+		hint := "is the endpoint the JSON API root, …/storage/v1/?"
+		if op == "get" {
+			hint = "fake-gcs-server serves XML reads only with -public-host set to its address"
+		}
+		sentinel = fmt.Errorf("%w: bucket %q: the endpoint answered a page no Cloud Storage API serves (%s): %q",
+			providers.ErrWrongEndpoint, s.name, hint, firstLine(body))
+	// GCS: 404 "The specified bucket does not exist." (JSON), NoSuchBucket
+	// (XML read); a create or a listing cannot 404 for any other reason
+	// (fake-gcs-server says only "Not Found").
+	case notFound && (bucketMissing(body) || op == "create" || op == "list"):
+		sentinel = fmt.Errorf("%w: %q", providers.ErrNoBucket, s.name)
+	// The lookup found no bucket, or no API.
+	case lookup != nil:
+		sentinel = lookup
 	// GCS and fake-gcs-server: 404 on a conditional replace or on a delete
 	// naming a generation: the object, or that generation, is gone.
 	case notFound && write:
@@ -57,21 +87,73 @@ func (s *Store) mapErr(op, key string, err error) error {
 	// GCS: 400 invalid, an object name it refuses.
 	case status == http.StatusBadRequest:
 		sentinel = providers.ErrInvalidKey
+	// No connection could be made (refused, DNS, TLS handshake): nothing
+	// was sent, so even a write's outcome is known.
+	case status == 0 && providers.ConnectFailed(err):
+		sentinel = fmt.Errorf("%w: bucket %q", providers.ErrUnreachable, s.name)
 	// A write answered 5xx, or not answered at all (connection reset, lost
 	// response, timeout, context ended): it may have been applied.
 	case write && (status >= 500 || status == 0):
 		sentinel = providers.ErrUnknownOutcome
-	// Denied access, a read that failed after the SDK's retries, ...: no
-	// portable meaning, the native error says what happened.
+	// A read that failed after the SDK's retries, ...: no portable meaning,
+	// the native error says what happened.
 	default:
-		return &providers.Error{Op: op, Key: key, Err: err}
+		return err
 	}
-	return providers.Wrap(op, key, sentinel, err)
+	return fmt.Errorf("%w: %w", sentinel, err)
+}
+
+// lookUpBucket reads the bucket's metadata and notes that it exists. It
+// returns an error matching ErrNoBucket if it does not, ErrWrongEndpoint if
+// the answer came from no API, and nil if the bucket exists or the lookup
+// itself failed (the original answer then stands).
+func (s *Store) lookUpBucket(ctx context.Context) error {
+	ctx, slot := withReplySlot(ctx)
+	_, err := s.bucket.Attrs(ctx)
+	switch {
+	case err == nil:
+		s.seen.Store(true)
+	case errors.Is(err, storage.ErrBucketNotExist) && notAPI("lookup", slot.errorBody()):
+		return fmt.Errorf("%w: bucket %q: the endpoint answered a page no Cloud Storage API serves (is the endpoint the JSON API root, …/storage/v1/?): %q",
+			providers.ErrWrongEndpoint, s.name, firstLine(slot.errorBody()))
+	case errors.Is(err, storage.ErrBucketNotExist):
+		return fmt.Errorf("%w: %q", providers.ErrNoBucket, s.name)
+	}
+	return nil
 }
 
 // bucketMissing reports GCS's answer for a bucket that does not exist, which
-// the SDK reports like a missing object.
-func bucketMissing(ge *googleapi.Error) bool {
-	return ge != nil && ge.Code == http.StatusNotFound &&
-		strings.Contains(strings.ToLower(ge.Message), "bucket does not exist")
+// the SDK reports like a missing object: "The specified bucket does not
+// exist." in a JSON error, <Code>NoSuchBucket</Code> in an XML one.
+func bucketMissing(body string) bool {
+	return strings.Contains(strings.ToLower(body), "bucket does not exist") ||
+		strings.Contains(body, "<Code>NoSuchBucket</Code>")
+}
+
+// notAPI reports a 404 body that Cloud Storage would not send for op: every
+// call but a read goes to the JSON API, which answers JSON errors; a read's
+// media download may also answer an XML error or, on fake-gcs-server, a bare
+// "Not Found". Anything else (Go's "404 page not found", an HTML page from a
+// front end, fake-gcs-server's "Not Found" to a JSON call sent to its XML
+// paths) comes from something that is not the API.
+func notAPI(op, body string) bool {
+	b := strings.TrimSpace(body)
+	switch {
+	case b == "", strings.HasPrefix(b, "{"):
+		return false
+	case op == "get":
+		return b != "Not Found" && !strings.HasPrefix(b, "<?xml") && !strings.HasPrefix(b, "<Error")
+	}
+	return true
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return s
 }

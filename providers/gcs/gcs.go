@@ -7,7 +7,7 @@
 //
 //	client, err := storage.NewClient(ctx)
 //	...
-//	s := gcs.New(client, "my-bucket")
+//	s := gcs.New(client, "my-bucket") // a *providers.Bucket
 //
 // or open a store by URL (importing this package registers the "gs" scheme):
 //
@@ -24,9 +24,16 @@
 // also points the store at an emulator without credentials. Otherwise the
 // opener uses Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS,
 // the file written by "gcloud auth application-default login", or the
-// metadata server on Google Cloud. A store from the opener reads through the
-// JSON API (storage.WithJSONReads) and closes its client on Close; a store
-// from New leaves the client to its owner.
+// metadata server on Google Cloud. An endpoint without a path (as
+// http://127.0.0.1:4443) means the JSON API root below it (/storage/v1/).
+// A store from the opener reads objects through the XML API (the SDK's
+// default) from GCS, and through the JSON API from an emulator
+// (STORAGE_EMULATOR_HOST, or an http:// endpoint: fake-gcs-server serves XML
+// reads only with -public-host, and sends metadata either way), bounds a
+// read to three attempts (the SDK's default
+// retries until the context ends, which against a store that is down is
+// for ever), and closes its client on Close; a store from New leaves the
+// client, and its retry policy, to its owner.
 //
 // # Retries
 //
@@ -46,34 +53,48 @@
 // and re-create, but it is no counter: generations are large and not
 // consecutive, so they are versions, not fencing tokens.
 //
-// Attrs.LastModified is the object's "updated" time (millisecond resolution).
-// StoreTime is the HTTP Date of the response; the SDK does not expose
-// response headers, so it is filled only when the client's transport is
-// wrapped with DateTransport. The opener does this; for a client passed to New,
-// StoreTime stays zero unless you wrap its transport yourself.
+// Attrs.LastModified is the object's "updated" time: millisecond resolution
+// from Stat, List and writes, but the Last-Modified header (one second) from
+// Get, hence TimestampGranularity of one second. StoreTime is the HTTP Date
+// of the response; the SDK does not expose response headers, so it is filled
+// only when the client's transport is wrapped with DateTransport. The opener
+// does this; for a client passed to New, StoreTime stays zero unless you wrap
+// its transport yourself. DateTransport also keeps the start of error
+// replies, which the SDK drops on reads, to tell a missing bucket and a
+// wrong endpoint from a missing object.
 //
-// Get reads the object's attributes and then the bytes of exactly that
-// generation, two requests, because the SDK's reader does not return custom
-// metadata. If the object is replaced between the two, Get starts again (up
-// to ten times).
+// Get is one request: the reader's reply carries the bytes, the generation
+// and, through the XML API, the custom metadata. The JSON API sends no
+// custom metadata with an object's bytes, so with a client made
+// storage.WithJSONReads Get's Metadata is empty on GCS (fake-gcs-server
+// sends it either way); use Stat for metadata there.
 //
 // # Store answers and portable errors
 //
 //	412 conditionNotMet                        ErrPrecondition
 //	409 conflict (concurrent change)           ErrConflict
 //	429 rateLimitExceeded (>1 write/s/object)  ErrThrottled
-//	404 bucket does not exist                  ErrInvalidKey, naming the bucket
-//	404 on Create or List                      ErrInvalidKey, naming the bucket
+//	401, 403 (credentials, IAM)                ErrPermission, naming the bucket
+//	404 whose body is no API error (an HTML
+//	or "404 page not found" page)              ErrWrongEndpoint
+//	404 bucket does not exist                  ErrNoBucket, naming the bucket
+//	404 on Create or List                      ErrNoBucket, naming the bucket
+//	other 404, bucket not yet seen: the bucket
+//	is looked up once (fake-gcs-server says
+//	only "Not Found" for bucket and object)    ErrNoBucket if it is missing
 //	404 on Replace or Delete                   ErrPrecondition
 //	404 on Get or Stat                         ErrNotFound
 //	400 (object name refused)                  ErrInvalidKey
+//	no connection (refused, DNS, TLS): nothing
+//	was sent                                   ErrUnreachable
 //	5xx, transport error, timeout on a write   ErrUnknownOutcome
-//	anything else (403, a read's 5xx or        *providers.Error without a sentinel
-//	transport error after the SDK's retries)
+//	anything else (a read's 5xx or transport   *providers.Error without a sentinel
+//	error after the SDK's retries)
 //
 // Names GCS refuses (empty, over 1024 bytes, not UTF-8, with CR or LF, "."
 // and "..") fail with ErrInvalidKey before any request, so the emulator, which
-// accepts some of them, answers alike.
+// accepts some of them, answers alike: the Bucket applies the portable rules
+// and the 1024-byte limit, CheckKey the rest.
 //
 // Every error is a *providers.Error naming the operation and key; the SDK's
 // error (usually a *googleapi.Error) stays reachable with errors.As.
@@ -99,11 +120,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"strconv"
-	"strings"
+	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/iterator"
@@ -111,20 +130,28 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-// Store is a providers.Store backed by one GCS bucket. It is safe for
-// concurrent use.
+// Store is the providers.Driver for one GCS bucket; New puts it under a
+// *providers.Bucket. It is safe for concurrent use.
 type Store struct {
 	client *storage.Client
 	bucket *storage.BucketHandle
 	name   string // bucket name, for messages
 	owned  bool   // the opener built client; Close closes it
+	// seen: a reply has shown that the bucket exists, so a 404 is about
+	// the object.
+	seen atomic.Bool
 }
 
-var _ providers.Store = (*Store)(nil)
+var _ providers.Driver = (*Store)(nil)
 
-// New returns a store for bucket that uses client. The caller keeps
+// New returns the store for bucket that uses client. The caller keeps
 // ownership of client: Close does not close it.
-func New(client *storage.Client, bucket string) *Store {
+func New(client *storage.Client, bucket string) *providers.Bucket {
+	return providers.NewBucket(NewDriver(client, bucket))
+}
+
+// NewDriver returns the driver New wraps.
+func NewDriver(client *storage.Client, bucket string) *Store {
 	return &Store{client: client, bucket: client.Bucket(bucket), name: bucket}
 }
 
@@ -136,12 +163,22 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // Properties reports GCS's declared properties.
 func (s *Store) Properties() providers.Properties {
 	return providers.Properties{
-		Name:                 "gcs",
-		VersionsRepeat:       false,
-		TimestampGranularity: time.Millisecond,
+		Name:           "gcs",
+		VersionsRepeat: false,
+		// Get's LastModified is the Last-Modified header.
+		TimestampGranularity: time.Second,
 		// GCS throttles mutations of one object above about one per second.
 		MinWriteInterval: time.Second,
+		MaxKeyBytes:      1024,
 	}
+}
+
+// CheckKey refuses the names GCS refuses beyond the portable rules.
+func (s *Store) CheckKey(key string) error {
+	if key == "." || key == ".." {
+		return errors.New(`object name is "." or ".."`)
+	}
+	return nil
 }
 
 // As sets target, a **storage.Client or **storage.BucketHandle, to the
@@ -168,63 +205,37 @@ func (s *Store) Close() error {
 
 // Stat reads the attributes and metadata of key.
 func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
-	if err := checkKey(key); err != nil {
-		return nil, providers.Wrap("stat", key, providers.ErrInvalidKey, err)
-	}
-	ctx, slot := withDateSlot(ctx)
+	ctx, slot := withReplySlot(ctx)
 	oa, err := s.bucket.Object(key).Attrs(ctx)
 	if err != nil {
-		return nil, s.mapErr("stat", key, err)
+		return nil, s.mapErr(ctx, slot, "stat", key, err)
 	}
+	s.seen.Store(true)
 	a := attrs(oa)
-	a.StoreTime = slot.get()
+	a.StoreTime = slot.date()
 	return &a, nil
 }
 
-// Get reads key, refusing with ErrTooLarge an object over maxBytes.
-func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
-	if err := checkKey(key); err != nil {
-		return nil, providers.Wrap("get", key, providers.ErrInvalidKey, err)
-	}
-	ctx, slot := withDateSlot(ctx)
-	const attempts = 10
-	for i := 1; ; i++ {
-		oa, err := s.bucket.Object(key).Attrs(ctx)
-		if err != nil {
-			return nil, s.mapErr("get", key, err)
-		}
-		a := attrs(oa)
-		a.StoreTime = slot.get()
-		if maxBytes > 0 && oa.Size > maxBytes {
-			return nil, providers.Wrap("get", key, providers.ErrTooLarge,
-				fmt.Errorf("object has %d bytes, bound is %d", oa.Size, maxBytes))
-		}
-		data, err := s.read(ctx, key, oa.Generation, oa.Size)
-		if errors.Is(err, storage.ErrObjectNotExist) && i < attempts {
-			continue // replaced or deleted since the attributes were read
-		}
-		if err != nil {
-			return nil, s.mapErr("get", key, err)
-		}
-		return &providers.Object{Attrs: a, Data: data}, nil
-	}
-}
-
-// read returns the bytes of one generation of key, which has size bytes.
-func (s *Store) read(ctx context.Context, key string, gen, size int64) ([]byte, error) {
-	r, err := s.bucket.Object(key).Generation(gen).NewReader(ctx)
+// Read reads key in one request: the reply carries the bytes, the
+// generation and (XML API) the metadata.
+func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reader, error) {
+	ctx, slot := withReplySlot(ctx)
+	r, err := s.bucket.Object(key).NewReader(ctx)
 	if err != nil {
-		return nil, err
+		return nil, s.mapErr(ctx, slot, "get", key, err)
 	}
-	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, size+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) != size {
-		return nil, fmt.Errorf("generation %d has %d bytes, attributes said %d", gen, len(data), size)
-	}
-	return data, nil
+	s.seen.Store(true)
+	return &providers.Reader{
+		Attrs: providers.Attrs{
+			Key:          key,
+			Version:      strconv.FormatInt(r.Attrs.Generation, 10),
+			Size:         r.Attrs.Size,
+			Metadata:     r.Metadata(),
+			LastModified: r.Attrs.LastModified,
+			StoreTime:    slot.date(),
+		},
+		Body: r,
+	}, nil
 }
 
 // Create writes key only if no object exists under it.
@@ -236,16 +247,13 @@ func (s *Store) Create(ctx context.Context, key string, data []byte, metadata ma
 func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
 	gen, err := parseVersion(ifVersion)
 	if err != nil {
-		return providers.WriteResult{}, providers.Wrap("replace", key, providers.ErrPrecondition, err)
+		return providers.WriteResult{}, fmt.Errorf("%w: %w", providers.ErrPrecondition, err)
 	}
 	return s.write(ctx, "replace", key, data, metadata, storage.Conditions{GenerationMatch: gen})
 }
 
 func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond storage.Conditions) (providers.WriteResult, error) {
-	if err := checkKey(key); err != nil {
-		return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrInvalidKey, err)
-	}
-	ctx, slot := withDateSlot(ctx)
+	ctx, slot := withReplySlot(ctx)
 	w := s.bucket.Object(key).If(cond).Retryer(storage.WithPolicy(storage.RetryNever)).NewWriter(ctx)
 	w.ChunkSize = 0 // one request, nothing buffered for a resend
 	w.ContentType = "application/octet-stream"
@@ -259,33 +267,33 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata
 		err = cerr
 	}
 	if err != nil {
-		return providers.WriteResult{}, s.mapErr(op, key, err)
+		return providers.WriteResult{}, s.mapErr(ctx, slot, op, key, err)
 	}
+	s.seen.Store(true)
 	oa := w.Attrs()
 	return providers.WriteResult{
 		Version:      strconv.FormatInt(oa.Generation, 10),
 		LastModified: oa.Updated,
-		StoreTime:    slot.get(),
+		StoreTime:    slot.date(),
 	}, nil
 }
 
 // Delete removes key only if its current generation is ifVersion.
 func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
-	if err := checkKey(key); err != nil {
-		return providers.Wrap("delete", key, providers.ErrInvalidKey, err)
-	}
 	gen, err := parseVersion(ifVersion)
 	if err != nil {
-		return providers.Wrap("delete", key, providers.ErrPrecondition, err)
+		return fmt.Errorf("%w: %w", providers.ErrPrecondition, err)
 	}
+	ctx, slot := withReplySlot(ctx)
 	// Naming the generation makes fake-gcs-server honour the precondition
 	// (it ignores it on a plain delete); GenerationMatch keeps GCS from
 	// deleting a non-current generation in a versioned bucket.
 	err = s.bucket.Object(key).Generation(gen).If(storage.Conditions{GenerationMatch: gen}).
 		Retryer(storage.WithPolicy(storage.RetryNever)).Delete(ctx)
 	if err != nil {
-		return s.mapErr("delete", key, err)
+		return s.mapErr(ctx, slot, "delete", key, err)
 	}
+	s.seen.Store(true)
 	return nil
 }
 
@@ -297,13 +305,15 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 	}
 	q := &storage.Query{Prefix: prefix}
 	if err := q.SetAttrSelection([]string{"Name", "Generation", "Size", "Updated"}); err != nil {
-		return providers.ListPage{}, &providers.Error{Op: "list", Key: prefix, Err: err}
+		return providers.ListPage{}, err
 	}
+	ctx, slot := withReplySlot(ctx)
 	var objs []*storage.ObjectAttrs
 	next, err := iterator.NewPager(s.bucket.Objects(ctx, q), pageSize, pageToken).NextPage(&objs)
 	if err != nil {
-		return providers.ListPage{}, s.mapErr("list", prefix, err)
+		return providers.ListPage{}, s.mapErr(ctx, slot, "list", prefix, err)
 	}
+	s.seen.Store(true)
 	page := providers.ListPage{Objects: make([]providers.Attrs, 0, len(objs)), NextToken: next}
 	for _, oa := range objs {
 		page.Objects = append(page.Objects, attrs(oa))
@@ -312,21 +322,13 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 }
 
 func attrs(oa *storage.ObjectAttrs) providers.Attrs {
-	a := providers.Attrs{
+	return providers.Attrs{
 		Key:          oa.Name,
 		Version:      strconv.FormatInt(oa.Generation, 10),
 		Size:         oa.Size,
 		LastModified: oa.Updated,
+		Metadata:     oa.Metadata, // the Bucket lower-cases the keys
 	}
-	if oa.Metadata != nil {
-		// GCS keeps the case it was given; hand keys back lower-cased as
-		// the contract promises.
-		a.Metadata = make(map[string]string, len(oa.Metadata))
-		for k, v := range oa.Metadata {
-			a.Metadata[strings.ToLower(k)] = v
-		}
-	}
-	return a
 }
 
 // parseVersion turns a version back into a generation. A version this store
@@ -338,22 +340,4 @@ func parseVersion(v string) (int64, error) {
 		return 0, fmt.Errorf("version %q is not a GCS generation", v)
 	}
 	return gen, nil
-}
-
-// checkKey refuses names GCS refuses, so that every store answers the same
-// (fake-gcs-server accepts some of them).
-func checkKey(key string) error {
-	switch {
-	case key == "":
-		return errors.New("empty object name")
-	case len(key) > 1024:
-		return fmt.Errorf("object name is %d bytes, GCS allows 1024", len(key))
-	case !utf8.ValidString(key):
-		return errors.New("object name is not valid UTF-8")
-	case strings.ContainsAny(key, "\r\n"):
-		return errors.New("object name contains a carriage return or line feed")
-	case key == "." || key == "..":
-		return errors.New(`object name is "." or ".."`)
-	}
-	return nil
 }

@@ -101,22 +101,24 @@ func objectJSON(gen int64, metadata string) func(w http.ResponseWriter, r *http.
 }
 
 // ops calls one store operation on testKey.
-var ops = map[string]func(ctx context.Context, s *Store) error{
-	"get": func(ctx context.Context, s *Store) error { _, err := s.Get(ctx, testKey, 0); return err },
-	"stat": func(ctx context.Context, s *Store) error {
+var ops = map[string]func(ctx context.Context, s *providers.Bucket) error{
+	"get": func(ctx context.Context, s *providers.Bucket) error { _, err := s.Get(ctx, testKey, 0); return err },
+	"stat": func(ctx context.Context, s *providers.Bucket) error {
 		_, err := s.Stat(ctx, testKey)
 		return err
 	},
-	"create": func(ctx context.Context, s *Store) error {
+	"create": func(ctx context.Context, s *providers.Bucket) error {
 		_, err := s.Create(ctx, testKey, []byte("hello"), map[string]string{"owner": "a"})
 		return err
 	},
-	"replace": func(ctx context.Context, s *Store) error {
+	"replace": func(ctx context.Context, s *providers.Bucket) error {
 		_, err := s.Replace(ctx, testKey, []byte("hello"), nil, "1700000000000001")
 		return err
 	},
-	"delete": func(ctx context.Context, s *Store) error { return s.Delete(ctx, testKey, "1700000000000001") },
-	"list": func(ctx context.Context, s *Store) error {
+	"delete": func(ctx context.Context, s *providers.Bucket) error {
+		return s.Delete(ctx, testKey, "1700000000000001")
+	},
+	"list": func(ctx context.Context, s *providers.Bucket) error {
 		_, err := s.List(ctx, testKey, "", 10)
 		return err
 	},
@@ -140,7 +142,7 @@ func TestErrorMapping(t *testing.T) {
 		answer func(w http.ResponseWriter, r *http.Request)
 		want   error // nil: no sentinel may match
 		status int   // the *googleapi.Error that must stay reachable; 0: none
-		bucket bool  // the message must name the bucket
+		bucket bool  // the message must name the bucket, and the bucket is missing
 	}{
 		{"create exists", "create", gcsError(412, "conditionNotMet", preconditionMsg), providers.ErrPrecondition, 412, false},
 		{"replace stale", "replace", gcsError(412, "conditionNotMet", preconditionMsg), providers.ErrPrecondition, 412, false},
@@ -150,15 +152,28 @@ func TestErrorMapping(t *testing.T) {
 		{"replace rate limit", "replace", gcsError(429, "rateLimitExceeded", rateLimitMsg), providers.ErrThrottled, 429, false},
 		{"delete rate limit", "delete", gcsError(429, "rateLimitExceeded", rateLimitMsg), providers.ErrThrottled, 429, false},
 		{"stat rate limit", "stat", gcsError(429, "rateLimitExceeded", "The project exceeded the rate limit for read operations."), providers.ErrThrottled, 429, false},
-		{"create no bucket", "create", gcsError(404, "notFound", noBucketMsg), providers.ErrInvalidKey, 404, true},
-		{"replace no bucket", "replace", gcsError(404, "notFound", noBucketMsg), providers.ErrInvalidKey, 404, true},
-		{"delete no bucket", "delete", gcsError(404, "notFound", noBucketMsg), providers.ErrInvalidKey, 404, true},
-		{"get no bucket", "get", gcsError(404, "notFound", noBucketMsg), providers.ErrInvalidKey, 404, true},
-		{"stat no bucket", "stat", gcsError(404, "notFound", noBucketMsg), providers.ErrInvalidKey, 404, true},
-		{"list no bucket", "list", gcsError(404, "notFound", noBucketMsg), providers.ErrInvalidKey, 404, true},
+		{"create no bucket", "create", gcsError(404, "notFound", noBucketMsg), providers.ErrNoBucket, 404, true},
+		{"replace no bucket", "replace", gcsError(404, "notFound", noBucketMsg), providers.ErrNoBucket, 404, true},
+		{"delete no bucket", "delete", gcsError(404, "notFound", noBucketMsg), providers.ErrNoBucket, 404, true},
+		{"get no bucket", "get", gcsError(404, "notFound", noBucketMsg), providers.ErrNoBucket, 0, true},
+		{"stat no bucket", "stat", gcsError(404, "notFound", noBucketMsg), providers.ErrNoBucket, 404, true},
+		{"list no bucket", "list", gcsError(404, "notFound", noBucketMsg), providers.ErrNoBucket, 404, true},
 		// fake-gcs-server's 404 says only "Not Found", bucket or object.
-		{"create emulator 404", "create", gcsError(404, "notFound", "Not Found"), providers.ErrInvalidKey, 404, true},
-		{"list emulator 404", "list", gcsError(404, "notFound", "Not Found"), providers.ErrInvalidKey, 404, true},
+		{"create emulator 404", "create", gcsError(404, "notFound", "Not Found"), providers.ErrNoBucket, 404, true},
+		{"list emulator 404", "list", gcsError(404, "notFound", "Not Found"), providers.ErrNoBucket, 404, true},
+		{"get emulator 404", "get", plain404("Not Found"), providers.ErrNoBucket, 0, true},
+		{"stat emulator 404", "stat", gcsError(404, "notFound", ""), providers.ErrNoBucket, 404, true},
+		{"replace emulator 404", "replace", gcsError(404, "notFound", "Not Found"), providers.ErrNoBucket, 404, true},
+		// Not the API: an endpoint without /storage/v1/ reaches Go's 404
+		// page on fake-gcs-server, an HTML page on Google's front end.
+		{"stat wrong endpoint", "stat", plain404("404 page not found"), providers.ErrWrongEndpoint, 404, false},
+		{"get wrong endpoint", "get", plain404("404 page not found"), providers.ErrWrongEndpoint, 0, false},
+		{"create wrong endpoint", "create", plain404("404 page not found"), providers.ErrWrongEndpoint, 404, false},
+		{"list wrong endpoint", "list", htmlPage404, providers.ErrWrongEndpoint, 404, false},
+		// Credentials and IAM.
+		{"get no credentials", "get", gcsError(401, "required", "Anonymous caller does not have storage.objects.get access to the Google Cloud Storage object."), providers.ErrPermission, 401, false},
+		{"create forbidden", "create", gcsError(403, "forbidden", "svc@p.iam.gserviceaccount.com does not have storage.objects.create access."), providers.ErrPermission, 403, false},
+		{"stat forbidden", "stat", gcsError(403, "forbidden", "svc@p.iam.gserviceaccount.com does not have storage.objects.get access."), providers.ErrPermission, 403, false},
 		{"replace missing", "replace", gcsError(404, "notFound", noObjectMsg), providers.ErrPrecondition, 404, false},
 		{"delete missing generation", "delete", gcsError(404, "notFound", noObjectMsg), providers.ErrPrecondition, 404, false},
 		{"get missing", "get", gcsError(404, "notFound", noObjectMsg), providers.ErrNotFound, 404, false},
@@ -172,13 +187,25 @@ func TestErrorMapping(t *testing.T) {
 		{"delete no response", "delete", hangUp, providers.ErrUnknownOutcome, 0, false},
 		// No portable meaning: the native error is all there is.
 		{"stat 503", "stat", gcsError(503, "backendError", "We encountered an internal error. Please try again."), nil, 503, false},
-		{"create forbidden", "create", gcsError(403, "forbidden", "svc@p.iam.gserviceaccount.com does not have storage.objects.create access."), nil, 403, false},
-		{"get forbidden", "get", gcsError(403, "forbidden", "svc@p.iam.gserviceaccount.com does not have storage.objects.get access."), nil, 403, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeGCS(t, tt.answer)
-			s := New(f.client(t, http.DefaultTransport), testBucket)
+			f := newFakeGCS(t, func(w http.ResponseWriter, r *http.Request) {
+				// The bucket lookup a bare 404 leads to finds the bucket,
+				// unless the case is about a missing one.
+				// fake-gcs-server's JSON API answers JSON, also for a
+				// missing bucket.
+				if r.URL.Path == "/storage/v1/b/"+testBucket {
+					if tt.bucket {
+						gcsError(404, "notFound", "Not Found")(w, r)
+					} else {
+						bucketJSON(w, r)
+					}
+					return
+				}
+				tt.answer(w, r)
+			})
+			s := New(f.client(t, DateTransport(http.DefaultTransport)), testBucket)
 			err := ops[tt.op](t.Context(), s)
 			checkErr(t, err, tt.op, testKey, tt.want)
 			if tt.status != 0 {
@@ -187,12 +214,17 @@ func TestErrorMapping(t *testing.T) {
 					t.Errorf("native error not reachable: errors.As found %v, want a *googleapi.Error with code %d", ge, tt.status)
 				}
 			}
-			if tt.bucket && !strings.Contains(err.Error(), `bucket "`+testBucket+`" does not exist`) {
+			if tt.bucket && !strings.Contains(err.Error(), `"`+testBucket+`"`) {
 				t.Errorf("error does not name the missing bucket: %v", err)
 			}
 			// Conditional writes go out once; reads keep the SDK's retries
 			// for answers it deems transient.
-			n := len(f.requests())
+			n := 0
+			for _, r := range f.requests() {
+				if r.URL.Path != "/storage/v1/b/"+testBucket {
+					n++
+				}
+			}
 			switch {
 			case isWrite(tt.op) && n != 1:
 				t.Errorf("%s sent %d requests, want exactly 1", tt.op, n)
@@ -201,6 +233,25 @@ func TestErrorMapping(t *testing.T) {
 			}
 		})
 	}
+}
+
+// plain404 answers as fake-gcs-server's media download does for a missing
+// bucket or object, and Go's mux for a path it does not serve.
+func plain404(text string) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) { http.Error(w, text, http.StatusNotFound) }
+}
+
+// htmlPage404 answers as Google's front end does for a path no API serves.
+func htmlPage404(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=UTF-8")
+	w.WriteHeader(http.StatusNotFound)
+	fmt.Fprint(w, "<!DOCTYPE html>\n<html lang=en>\n  <meta charset=utf-8>\n  <title>Error 404 (Not Found)!!1</title>\n")
+}
+
+// bucketJSON answers a bucket metadata read.
+func bucketJSON(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	fmt.Fprintf(w, `{"kind":"storage#bucket","id":%q,"name":%q,"metageneration":"1"}`, testBucket, testBucket)
 }
 
 // hangUp closes the connection without answering: a lost response.
@@ -225,7 +276,8 @@ func checkErr(t *testing.T, err error, op, key string, want error) {
 		t.Errorf("%s: message does not name the key: %v", op, err)
 	}
 	sentinels := []error{providers.ErrNotFound, providers.ErrPrecondition, providers.ErrConflict, providers.ErrThrottled,
-		providers.ErrUnknownOutcome, providers.ErrTooLarge, providers.ErrInvalidKey}
+		providers.ErrUnknownOutcome, providers.ErrTooLarge, providers.ErrInvalidKey, providers.ErrNoBucket,
+		providers.ErrPermission, providers.ErrUnreachable, providers.ErrWrongEndpoint}
 	for _, s := range sentinels {
 		if errors.Is(err, s) != (s == want) {
 			t.Errorf("%s: errors.Is(err, %q) = %v; err: %v", op, s, errors.Is(err, s), err)
@@ -370,6 +422,9 @@ func TestParseURL(t *testing.T) {
 		{"gs://b/leases/", "b", "leases/", ""},
 		{"gs://my.bucket_1/a%20b/%D0%BA%23x%3F", "my.bucket_1", "a b/к#x?", ""},
 		{"gs://b/k?endpoint=http://127.0.0.1:4443/storage/v1/", "b", "k", "http://127.0.0.1:4443/storage/v1/"},
+		// A server's address means the JSON API below it.
+		{"gs://b/k?endpoint=http://127.0.0.1:4443", "b", "k", "http://127.0.0.1:4443/storage/v1/"},
+		{"gs://b/k?endpoint=http://127.0.0.1:4443/", "b", "k", "http://127.0.0.1:4443/storage/v1/"},
 		{"gs://b/k?endpoint=https%3A%2F%2Fstorage.example.com%2Fstorage%2Fv1%2F", "b", "k", "https://storage.example.com/storage/v1/"},
 	} {
 		u, err := url.Parse(tt.url)
@@ -409,7 +464,7 @@ func TestPropertiesAndAs(t *testing.T) {
 	c := f.client(t, http.DefaultTransport)
 	s := New(c, testBucket)
 	p := s.Properties()
-	if p.Name != "gcs" || p.VersionsRepeat || p.TimestampGranularity != time.Millisecond || p.MinWriteInterval != time.Second {
+	if p.Name != "gcs" || p.VersionsRepeat || p.TimestampGranularity != time.Second || p.MinWriteInterval != time.Second {
 		t.Errorf("Properties() = %+v", p)
 	}
 	var client *storage.Client
@@ -430,5 +485,56 @@ func TestPropertiesAndAs(t *testing.T) {
 	}
 	if _, err := s.Stat(t.Context(), testKey); err != nil {
 		t.Errorf("stat after Close of a store from New: %v", err)
+	}
+}
+
+// Get is one request: the media reply carries the generation, the
+// metadata and the bytes.
+func TestGetIsOneRequest(t *testing.T) {
+	f := newFakeGCS(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Goog-Generation", "1700000000000009")
+		w.Header().Set("X-Goog-Metageneration", "1")
+		w.Header().Set("X-Goog-Meta-Owner", "alice")
+		w.Header().Set("Last-Modified", "Tue, 01 Dec 2026 09:59:59 GMT")
+		w.Header().Set("Content-Type", "application/octet-stream")
+		fmt.Fprint(w, "hello")
+	})
+	s := New(f.client(t, DateTransport(http.DefaultTransport)), testBucket)
+	o, err := s.Get(t.Context(), testKey, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMod, _ := http.ParseTime("Tue, 01 Dec 2026 09:59:59 GMT")
+	wantDate, _ := http.ParseTime(testDate)
+	if string(o.Data) != "hello" || o.Version != "1700000000000009" || o.Metadata["owner"] != "alice" ||
+		!o.LastModified.Equal(wantMod) || !o.StoreTime.Equal(wantDate) {
+		t.Errorf("get: %+v, want hello at generation 1700000000000009 with owner=alice", o)
+	}
+	if reqs := f.requests(); len(reqs) != 1 {
+		t.Errorf("get sent %d requests, want 1", len(reqs))
+	}
+}
+
+// TestUnreachable: with nothing listening no request is ever sent, so even a
+// write's outcome is known; the opener's reads give up after a few attempts
+// instead of retrying for ever.
+func TestUnreachable(t *testing.T) {
+	f := newFakeGCS(t, func(w http.ResponseWriter, r *http.Request) {})
+	f.Close() // the port now refuses connections
+	c, err := storage.NewClient(t.Context(), option.WithEndpoint(f.URL+"/storage/v1/"), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetRetry(storage.WithBackoff(gax.Backoff{Initial: time.Millisecond, Max: time.Millisecond}), storage.WithMaxAttempts(readAttempts))
+	s := New(c, testBucket)
+	for op, call := range ops {
+		err := call(t.Context(), s)
+		if !errors.Is(err, providers.ErrUnreachable) || errors.Is(err, providers.ErrUnknownOutcome) {
+			t.Errorf("%s with the store down: %v, want ErrUnreachable and a known outcome", op, err)
+		}
+		if !strings.Contains(err.Error(), `"`+testBucket+`"`) {
+			t.Errorf("%s: error does not name the bucket: %v", op, err)
+		}
 	}
 }

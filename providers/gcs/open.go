@@ -1,8 +1,10 @@
 package gcs
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -29,9 +31,9 @@ func open(ctx context.Context, u *url.URL) (providers.Store, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("gcs: client for bucket %q: %w", bucket, err)
 	}
-	s := New(client, bucket)
-	s.owned = true
-	return s, key, nil
+	d := NewDriver(client, bucket)
+	d.owned = true
+	return providers.NewBucket(d), key, nil
 }
 
 // parseURL splits gs://BUCKET/KEY?endpoint=URL.
@@ -60,18 +62,36 @@ func parseURL(u *url.URL) (bucket, key, endpoint string, err error) {
 		if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
 			return "", "", "", bad("endpoint %q is not an http(s) URL", endpoint)
 		}
+		if e.Path == "" || e.Path == "/" {
+			// The address of a server, as STORAGE_EMULATOR_HOST gives it:
+			// the JSON API is below it. Taken as given, every object
+			// request would miss the API.
+			e.Path = "/storage/v1/"
+			endpoint = e.String()
+		}
 	}
 	return u.Host, strings.TrimPrefix(u.Path, "/"), endpoint, nil
 }
 
-// newClient builds a client whose transport records response dates. With an
-// endpoint or STORAGE_EMULATOR_HOST it sends no credentials; otherwise it
-// authenticates with Application Default Credentials.
+// readAttempts bounds the attempts of a read from an opened store.
+const readAttempts = 3
+
+// newClient builds a client whose transport records response dates and
+// error replies. With an endpoint or STORAGE_EMULATOR_HOST it sends no
+// credentials; otherwise it authenticates with Application Default
+// Credentials. Against GCS objects are read through the XML API, whose
+// replies carry custom metadata (the JSON API's do not); against an
+// emulator (STORAGE_EMULATOR_HOST, or an http:// endpoint) through the JSON
+// API, which fake-gcs-server serves whatever its -public-host and which
+// there carries metadata too.
 func newClient(ctx context.Context, endpoint string) (*storage.Client, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 100 // as the SDK's own transport does for GCS
 	rt := DateTransport(base)
-	opts := []option.ClientOption{storage.WithJSONReads()}
+	var opts []option.ClientOption
+	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || strings.HasPrefix(endpoint, "http://") {
+		opts = append(opts, storage.WithJSONReads())
+	}
 	if endpoint != "" || os.Getenv("STORAGE_EMULATOR_HOST") != "" {
 		opts = append(opts, option.WithoutAuthentication())
 		if endpoint != "" {
@@ -85,52 +105,86 @@ func newClient(ctx context.Context, endpoint string) (*storage.Client, error) {
 		}
 	}
 	opts = append(opts, option.WithHTTPClient(&http.Client{Transport: rt}))
-	return storage.NewClient(ctx, opts...)
+	c, err := storage.NewClient(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	// The SDK's default retries a read until its context ends: against a
+	// store that is down, without a deadline, for ever.
+	c.SetRetry(storage.WithMaxAttempts(readAttempts))
+	return c, nil
 }
 
 // DateTransport wraps base so that a Store whose client sends its requests
 // through it fills StoreTime from the HTTP Date header, which the SDK does
-// not expose. It only reads response headers.
+// not expose, and tells a missing bucket or a wrong endpoint from a missing
+// object on reads, whose error replies the SDK drops: it keeps the first
+// bytes of each error reply's body (and passes the whole body on).
 func DateTransport(base http.RoundTripper) http.RoundTripper {
 	return dateTransport{base}
 }
 
 type dateTransport struct{ base http.RoundTripper }
 
+// peekBytes is how much of an error reply is kept: enough for a JSON or XML
+// error's code and message.
+const peekBytes = 2048
+
 func (t dateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
-	if err == nil {
-		if slot, ok := req.Context().Value(dateKey{}).(*dateSlot); ok {
-			if d, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
-				slot.set(d)
-			}
-		}
+	slot, ok := req.Context().Value(replyKey{}).(*replySlot)
+	if err != nil || !ok {
+		return resp, err
+	}
+	if d, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
+		slot.setDate(d)
+	}
+	if resp.StatusCode >= 400 && resp.Body != nil {
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, peekBytes))
+		slot.setBody(string(head))
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
 	}
 	return resp, err
 }
 
-type dateKey struct{}
+type replyKey struct{}
 
-// dateSlot carries the Date of the latest response to one store call from
-// the transport back to the call.
-type dateSlot struct {
-	mu sync.Mutex
-	t  time.Time
+// replySlot carries what the transport saw of the latest reply to one
+// store call back to the call.
+type replySlot struct {
+	mu   sync.Mutex
+	t    time.Time
+	body string // start of the latest error reply's body
 }
 
-func withDateSlot(ctx context.Context) (context.Context, *dateSlot) {
-	slot := new(dateSlot)
-	return context.WithValue(ctx, dateKey{}, slot), slot
+func withReplySlot(ctx context.Context) (context.Context, *replySlot) {
+	slot := new(replySlot)
+	return context.WithValue(ctx, replyKey{}, slot), slot
 }
 
-func (s *dateSlot) set(t time.Time) {
+func (s *replySlot) setDate(t time.Time) {
 	s.mu.Lock()
 	s.t = t
 	s.mu.Unlock()
 }
 
-func (s *dateSlot) get() time.Time {
+func (s *replySlot) setBody(b string) {
+	s.mu.Lock()
+	s.body = b
+	s.mu.Unlock()
+}
+
+func (s *replySlot) date() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.t
+}
+
+func (s *replySlot) errorBody() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.body
 }

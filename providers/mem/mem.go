@@ -23,8 +23,12 @@ import (
 
 func init() { providers.Register("mem", open) }
 
-// Store holds objects in memory. The zero value is not usable; call New.
-type Store struct {
+// Store is the portable store New returns; the name is kept so that code
+// holding a *mem.Store needs no change.
+type Store = providers.Bucket
+
+// driver holds objects in memory.
+type driver struct {
 	now func() time.Time
 
 	mu      sync.Mutex
@@ -42,19 +46,19 @@ type object struct {
 }
 
 // Option configures a Store.
-type Option func(*Store)
+type Option func(*driver)
 
 // WithClock makes the store take LastModified and StoreTime from now instead
 // of time.Now.
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+func WithClock(now func() time.Time) Option { return func(d *driver) { d.now = now } }
 
 // New returns an empty store.
 func New(opts ...Option) *Store {
-	s := &Store{now: time.Now, objects: map[string]*object{}}
+	d := &driver{now: time.Now, objects: map[string]*object{}}
 	for _, o := range opts {
-		o(s)
+		o(d)
 	}
-	return s
+	return providers.NewBucket(d)
 }
 
 var (
@@ -79,28 +83,13 @@ func open(_ context.Context, u *url.URL) (providers.Store, string, error) {
 	return s, strings.TrimPrefix(u.Path, "/"), nil
 }
 
-func checkKey(op, key string) error {
-	if key == "" || strings.HasPrefix(key, "/") {
-		return providers.Wrap(op, key, fmt.Errorf("%w: want a non-empty key without a leading '/'", providers.ErrInvalidKey), nil)
-	}
-	return nil
-}
-
-// begin checks what every operation on one key checks first.
-func begin(ctx context.Context, op, key string) error {
-	if err := ctx.Err(); err != nil {
-		return &providers.Error{Op: op, Key: key, Err: err}
-	}
-	return checkKey(op, key)
-}
-
-func (s *Store) attrs(key string, o *object, withMetadata bool) providers.Attrs {
+func (d *driver) attrs(key string, o *object, withMetadata bool) providers.Attrs {
 	a := providers.Attrs{
 		Key:          key,
 		Version:      o.version,
 		Size:         int64(len(o.data)),
 		LastModified: o.modified,
-		StoreTime:    s.now(),
+		StoreTime:    d.now(),
 	}
 	if withMetadata {
 		a.Metadata = maps.Clone(o.metadata)
@@ -108,118 +97,91 @@ func (s *Store) attrs(key string, o *object, withMetadata bool) providers.Attrs 
 	return a
 }
 
-// Get implements providers.Store.
-func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
-	if err := begin(ctx, "get", key); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o := s.objects[key]
+func (d *driver) Read(_ context.Context, key string, _ int64) (*providers.Reader, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o := d.objects[key]
 	if o == nil {
-		return nil, providers.Wrap("get", key, providers.ErrNotFound, nil)
+		return nil, providers.ErrNotFound
 	}
-	if maxBytes > 0 && int64(len(o.data)) > maxBytes {
-		return nil, providers.Wrap("get", key, fmt.Errorf("%w: %d bytes, bound %d", providers.ErrTooLarge, len(o.data), maxBytes), nil)
-	}
-	return &providers.Object{Attrs: s.attrs(key, o, true), Data: bytes.Clone(o.data)}, nil
+	return providers.NewBytesReader(d.attrs(key, o, true), bytes.Clone(o.data)), nil
 }
 
-// Stat implements providers.Store.
-func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
-	if err := begin(ctx, "stat", key); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o := s.objects[key]
+func (d *driver) Stat(_ context.Context, key string) (*providers.Attrs, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o := d.objects[key]
 	if o == nil {
-		return nil, providers.Wrap("stat", key, providers.ErrNotFound, nil)
+		return nil, providers.ErrNotFound
 	}
-	a := s.attrs(key, o, true)
+	a := d.attrs(key, o, true)
 	return &a, nil
 }
 
-// put stores a new version of key; s.mu must be held.
-func (s *Store) put(key string, data []byte, metadata map[string]string) providers.WriteResult {
-	s.last++
-	now := s.now()
+// put stores a new version of key; d.mu must be held.
+func (d *driver) put(key string, data []byte, metadata map[string]string) providers.WriteResult {
+	d.last++
+	now := d.now()
 	o := &object{
 		data:     bytes.Clone(data),
-		version:  strconv.FormatUint(s.last, 10),
+		version:  strconv.FormatUint(d.last, 10),
 		modified: now,
 	}
 	if len(metadata) > 0 {
 		o.metadata = maps.Clone(metadata)
 	}
-	s.objects[key] = o
+	d.objects[key] = o
 	return providers.WriteResult{Version: o.version, LastModified: now, StoreTime: now}
 }
 
-// Create implements providers.Store.
-func (s *Store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
-	if err := begin(ctx, "create", key); err != nil {
-		return providers.WriteResult{}, err
+func (d *driver) Create(_ context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if o := d.objects[key]; o != nil {
+		return providers.WriteResult{}, fmt.Errorf("%w: exists at version %s", providers.ErrPrecondition, o.version)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o := s.objects[key]; o != nil {
-		return providers.WriteResult{}, providers.Wrap("create", key, fmt.Errorf("%w: exists at version %s", providers.ErrPrecondition, o.version), nil)
-	}
-	return s.put(key, data, metadata), nil
+	return d.put(key, data, metadata), nil
 }
 
-// Replace implements providers.Store.
-func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
-	if err := begin(ctx, "replace", key); err != nil {
+func (d *driver) Replace(_ context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.match(key, ifVersion); err != nil {
 		return providers.WriteResult{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.match("replace", key, ifVersion); err != nil {
-		return providers.WriteResult{}, err
-	}
-	return s.put(key, data, metadata), nil
+	return d.put(key, data, metadata), nil
 }
 
-// Delete implements providers.Store.
-func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
-	if err := begin(ctx, "delete", key); err != nil {
+func (d *driver) Delete(_ context.Context, key string, ifVersion string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.match(key, ifVersion); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.match("delete", key, ifVersion); err != nil {
-		return err
-	}
-	delete(s.objects, key)
+	delete(d.objects, key)
 	return nil
 }
 
-// match reports ErrPrecondition unless key exists at ifVersion; s.mu must be held.
-func (s *Store) match(op, key, ifVersion string) error {
-	o := s.objects[key]
+// match reports ErrPrecondition unless key exists at ifVersion; d.mu must be held.
+func (d *driver) match(key, ifVersion string) error {
+	o := d.objects[key]
 	switch {
 	case o == nil:
-		return providers.Wrap(op, key, fmt.Errorf("%w: no such object", providers.ErrPrecondition), nil)
+		return fmt.Errorf("%w: no such object", providers.ErrPrecondition)
 	case o.version != ifVersion:
-		return providers.Wrap(op, key, fmt.Errorf("%w: version is %s, not %q", providers.ErrPrecondition, o.version, ifVersion), nil)
+		return fmt.Errorf("%w: version is %s, not %q", providers.ErrPrecondition, o.version, ifVersion)
 	}
 	return nil
 }
 
-// List implements providers.Store.
-func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
-	if err := ctx.Err(); err != nil {
-		return providers.ListPage{}, &providers.Error{Op: "list", Key: prefix, Err: err}
-	}
+func (d *driver) List(_ context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
 	if pageSize <= 0 {
 		pageSize = 1000
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var keys []string
-	for k := range s.objects {
+	for k := range d.objects {
 		if strings.HasPrefix(k, prefix) && k > pageToken {
 			keys = append(keys, k)
 		}
@@ -231,24 +193,19 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 		page.NextToken = keys[pageSize-1]
 	}
 	for _, k := range keys {
-		page.Objects = append(page.Objects, s.attrs(k, s.objects[k], false))
+		page.Objects = append(page.Objects, d.attrs(k, d.objects[k], false))
 	}
 	return page, nil
 }
 
-// Properties implements providers.Store.
-func (s *Store) Properties() providers.Properties {
-	return providers.Properties{Name: "mem", TimestampGranularity: time.Nanosecond}
+// Properties declares nanosecond timestamps and the clouds' key limit, so
+// that a key too long for them fails in tests too.
+func (d *driver) Properties() providers.Properties {
+	return providers.Properties{Name: "mem", TimestampGranularity: time.Nanosecond, MaxKeyBytes: 1024}
 }
 
-// As sets a **Store target to s.
-func (s *Store) As(target any) bool {
-	p, ok := target.(**Store)
-	if ok {
-		*p = s
-	}
-	return ok
-}
+// As reaches nothing: the Bucket itself answers As(**mem.Store).
+func (d *driver) As(any) bool { return false }
 
 // Close does nothing: the objects stay for anyone else holding the store.
-func (s *Store) Close() error { return nil }
+func (d *driver) Close() error { return nil }

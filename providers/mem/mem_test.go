@@ -13,7 +13,15 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	providertest.Run(t, providertest.Config{Store: mem.New()})
+	providertest.Run(t, providertest.Config{Store: mem.New(), As: &providertest.AsCheck{
+		Store: func(s providers.Store) error {
+			var m *mem.Store
+			if !s.As(&m) || m != s {
+				return errors.New("As(**mem.Store) did not reach the store")
+			}
+			return nil
+		},
+	}})
 }
 
 func TestOpenURL(t *testing.T) {

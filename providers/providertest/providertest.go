@@ -20,10 +20,30 @@ import (
 
 // Config describes the store under test.
 type Config struct {
-	Store  providers.Store
-	Prefix string // every key the suite writes starts with this (unique per run, so shared buckets are safe); may be ""
+	// Store is the store under test, as its constructor returns it (for a
+	// provider built on a Driver, a *providers.Bucket).
+	Store providers.Store
+	// Prefix starts every key the suite writes (unique per run, so shared
+	// buckets are safe); may be "".
+	Prefix string
 	// Racers and Rounds size the race tests (defaults 20 and 20).
 	Racers, Rounds int
+
+	// MissingBucket is a store like Store on a bucket that does not exist;
+	// nil for a store without buckets (mem, file), which skips the test.
+	MissingBucket providers.Store
+	// As checks what Store reaches with As and errors.As; nil skips those
+	// checks (As must still refuse a target of no known type).
+	As *AsCheck
+}
+
+// AsCheck is how a provider's native types are reached.
+type AsCheck struct {
+	// Store fails unless s.As reaches the native client.
+	Store func(s providers.Store) error
+	// Error fails unless errors.As reaches the native error in err, the
+	// error of a Get of a missing key.
+	Error func(err error) error
 }
 
 // Run runs every conformance test as subtests of t.
@@ -50,6 +70,9 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("UnicodeKeys", s.testUnicodeKeys)
 	t.Run("Versions", s.testVersions)
 	t.Run("Timestamps", s.testTimestamps)
+	t.Run("CancelledBeforeSending", s.testCancelledBeforeSending)
+	t.Run("MissingBucket", s.testMissingBucket)
+	t.Run("As", s.testAs)
 }
 
 type suite struct{ Config }
@@ -557,4 +580,88 @@ func (s *suite) testTimestamps(t *testing.T) {
 	check("stat LastModified", a.LastModified)
 	check("stat StoreTime", a.StoreTime)
 	t.Logf("declared timestamp granularity %v", s.Store.Properties().TimestampGranularity)
+}
+
+// A write whose context is done before it is sent is never sent: it fails
+// with the context's error, its outcome known (not ErrUnknownOutcome), and
+// nothing changes.
+func (s *suite) testCancelledBeforeSending(t *testing.T) {
+	key := s.key("cancelled/obj")
+	res := s.create(t, key, []byte("kept"), nil)
+	fresh := s.key("cancelled/fresh")
+	s.cleanup(t, fresh)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	check := func(op, key string, err error) {
+		t.Helper()
+		if !errors.Is(err, context.Canceled) || errors.Is(err, providers.ErrUnknownOutcome) {
+			t.Errorf("%s %q with a cancelled context: %v, want context.Canceled and no ErrUnknownOutcome", op, key, err)
+		}
+		if err != nil {
+			checkError(t, err, op, key)
+		}
+	}
+	_, err := s.Store.Create(ctx, fresh, []byte("new"), nil)
+	check("create", fresh, err)
+	_, err = s.Store.Replace(ctx, key, []byte("changed"), nil, res.Version)
+	check("replace", key, err)
+	check("delete", key, s.Store.Delete(ctx, key, res.Version))
+
+	checkObject(t, s.get(t, key), key, []byte("kept"), nil, res.Version)
+	if _, err := s.Store.Stat(t.Context(), fresh); !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("stat %q after a cancelled create: %v, want ErrNotFound", fresh, err)
+	}
+}
+
+// A bucket that does not exist is ErrNoBucket, not a missing object: a
+// lease in a bucket nobody created must not read as "free".
+func (s *suite) testMissingBucket(t *testing.T) {
+	st := s.MissingBucket
+	if st == nil {
+		t.Skip("the store has no buckets")
+	}
+	ctx := t.Context()
+	key := s.key("nobucket/obj")
+	_, err := st.Get(ctx, key, 0)
+	wantErr(t, err, "get", key, providers.ErrNoBucket)
+	_, err = st.Stat(ctx, key)
+	wantErr(t, err, "stat", key, providers.ErrNoBucket)
+	_, err = st.Create(ctx, key, []byte("x"), nil)
+	wantErr(t, err, "create", key, providers.ErrNoBucket)
+	// A version of the store's own form, so that none is refused unsent.
+	version := s.create(t, s.key("nobucket/real"), []byte("x"), nil).Version
+	_, err = st.Replace(ctx, key, []byte("x"), nil, version)
+	wantErr(t, err, "replace", key, providers.ErrNoBucket)
+	// S3's Delete asks HEAD first, whose bare 404 cannot name the bucket.
+	err = st.Delete(ctx, key, version)
+	if !errors.Is(err, providers.ErrNoBucket) && !errors.Is(err, providers.ErrPrecondition) {
+		t.Errorf("delete %q: %v, want ErrNoBucket (or ErrPrecondition where the store cannot tell)", key, err)
+	}
+	_, err = st.List(ctx, s.key("nobucket/"), "", 10)
+	wantErr(t, err, "list", s.key("nobucket/"), providers.ErrNoBucket)
+}
+
+func (s *suite) testAs(t *testing.T) {
+	var nothing *struct{ unknown int }
+	if s.Store.As(&nothing) {
+		t.Error("As accepted a target of no type the store knows")
+	}
+	if s.As == nil {
+		t.Skip("no AsCheck in the Config")
+	}
+	if s.As.Store != nil {
+		if err := s.As.Store(s.Store); err != nil {
+			t.Errorf("As: %v", err)
+		}
+	}
+	if s.As.Error != nil {
+		key := s.key("as/missing")
+		_, err := s.Store.Get(t.Context(), key, 0)
+		if err == nil {
+			t.Fatalf("get %q: success, want ErrNotFound", key)
+		}
+		if err := s.As.Error(err); err != nil {
+			t.Errorf("errors.As on %v: %v", key, err)
+		}
+	}
 }

@@ -26,6 +26,9 @@ func TestRejectsBrokenStores(t *testing.T) {
 		"skips-identical-write": "does not declare VersionsRepeat",
 		"bare-errors":           "is not a *providers.Error",
 		"overlapping-pages":     "duplicate keys",
+		"cancelled-unknown":     "want context.Canceled and no ErrUnknownOutcome",
+		"nobucket-notfound":     "want bucket does not exist",
+		"as-anything":           "As accepted a target of no type the store knows",
 	} {
 		t.Run(fault, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBrokenStore$", "-test.v")
@@ -47,8 +50,14 @@ func TestHelperBrokenStore(t *testing.T) {
 	if fault == "" {
 		t.Skip("run as a separate process by TestRejectsBrokenStores")
 	}
-	providertest.Run(t, providertest.Config{Store: broken{mem.New(), fault}, Racers: 8, Rounds: 3})
+	cfg := providertest.Config{Store: broken{mem.New(), fault}, Racers: 8, Rounds: 3}
+	if fault == "nobucket-notfound" {
+		cfg.MissingBucket = mem.New() // says "not found" where a bucket is missing
+	}
+	providertest.Run(t, cfg)
 }
+
+func (b broken) As(target any) bool { return b.fault == "as-anything" || b.Store.As(target) }
 
 // broken is a mem store with one fault.
 type broken struct {
@@ -74,6 +83,9 @@ func (b broken) Get(ctx context.Context, key string, maxBytes int64) (*providers
 }
 
 func (b broken) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
+	if b.fault == "cancelled-unknown" && ctx.Err() != nil {
+		return providers.WriteResult{}, providers.Wrap("create", key, providers.ErrUnknownOutcome, ctx.Err())
+	}
 	if b.fault == "ignores-preconditions" {
 		if v := b.current(ctx, key); v != "" {
 			return b.Store.Replace(ctx, key, data, md, v)

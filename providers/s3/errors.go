@@ -6,21 +6,21 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/objlease/objlease/providers"
 )
 
-// Errors for answers that concern the bucket or the credentials rather than
-// the object. They are wrapped like the portable errors, so the message still
-// names the key and errors.As still reaches the SDK error.
+// Names this package gave the portable errors before package providers had
+// them; they are the same values.
 var (
-	// ErrNoBucket: the bucket does not exist.
-	ErrNoBucket = errors.New("bucket does not exist")
-	// ErrCredentials: the store refused the credentials (unknown access key,
-	// wrong secret, expired token) or denied the request.
-	ErrCredentials = errors.New("credentials refused")
+	// ErrNoBucket is providers.ErrNoBucket.
+	ErrNoBucket = providers.ErrNoBucket
+	// ErrCredentials is providers.ErrPermission.
+	ErrCredentials = providers.ErrPermission
 )
 
 // answer is what a failed SDK call tells us about the store's reply.
@@ -114,14 +114,45 @@ func (s *Store) mapError(op, key string, req request, err error) error {
 	case a.status == 501:
 		sentinel = fmt.Errorf("%w: store does not implement conditional writes", errors.ErrUnsupported)
 
+	// No connection could be made (refused, DNS, TLS handshake): the
+	// request was never sent, so even a write's outcome is known.
+	case a.status == 0 && providers.ConnectFailed(err):
+		sentinel = fmt.Errorf("%w: bucket %q", providers.ErrUnreachable, s.bucket)
+
 	// A write whose reply we did not get or could not read, that the
 	// caller's context cut short, or that failed inside the store (5xx) may
 	// have landed.
 	case req == write && (a.status >= 500 || a.status < 300 && (a.noReply || a.ctxErr)):
 		sentinel = providers.ErrUnknownOutcome
 	}
+	// The SDK's message names the operation, request and host IDs before
+	// the store's answer; the answer is what a reader needs.
+	var ae smithy.APIError
+	if a.status != 0 && errors.As(err, &ae) {
+		summary := fmt.Sprintf("%d %s", a.status, ae.ErrorCode())
+		if m := ae.ErrorMessage(); m != "" {
+			summary += ": " + m
+		}
+		err = providers.Native(summary, err)
+	}
 	if sentinel == nil {
 		return &providers.Error{Op: op, Key: key, Err: err}
 	}
 	return providers.Wrap(op, key, sentinel, err)
+}
+
+// whyMissing tells apart what a HEAD's bare 404 to Stat can mean, until the
+// bucket is known to exist: a one-key listing names the cause in its body.
+// If the listing is refused too (a policy without s3:ListBucket) or fails,
+// the 404 stays ErrNotFound.
+func (s *Store) whyMissing(ctx context.Context, key string, headErr error) error {
+	_, err := s.client.ListObjectsV2(ctx, &s3sdk.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &key, MaxKeys: aws.Int32(1)})
+	if err == nil {
+		s.seen.Store(true)
+		return s.mapError("stat", key, read, headErr)
+	}
+	if m := s.mapError("stat", key, read, err); errors.Is(m, ErrNoBucket) || inspect(err).code != "AccessDenied" && errors.Is(m, ErrCredentials) {
+		return m
+	}
+	return s.mapError("stat", key, read, headErr)
 }

@@ -3,6 +3,7 @@ package s3
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -19,6 +20,7 @@ import (
 var sentinels = []error{
 	providers.ErrNotFound, providers.ErrPrecondition, providers.ErrConflict, providers.ErrThrottled,
 	providers.ErrUnknownOutcome, providers.ErrInvalidKey, ErrNoBucket, ErrCredentials, errors.ErrUnsupported,
+	providers.ErrUnreachable,
 }
 
 // checkMapped fails t unless err names op and key, matches want (and no other
@@ -206,7 +208,7 @@ func TestTransportErrors(t *testing.T) {
 
 	// blockUntilGone holds the request until the client gives up on it (or
 	// the test ends), telling the test when the request has arrived.
-	blockUntilGone := func(t *testing.T, arrived chan<- struct{}) *Store {
+	blockUntilGone := func(t *testing.T, arrived chan<- struct{}) *providers.Bucket {
 		stop := make(chan struct{})
 		s, _ := newFake(t, func(w http.ResponseWriter, r *http.Request) {
 			// The server notices a closed connection only once the body is read.
@@ -263,4 +265,77 @@ func TestTransportErrors(t *testing.T) {
 			t.Errorf("create answered 200 without ETag: %v, want ErrUnknownOutcome", err)
 		}
 	})
+}
+
+// TestStatMissingBucket: a HEAD's 404 has no body, so until the bucket is
+// known to exist Stat asks a one-key listing what the 404 meant.
+func TestStatMissingBucket(t *testing.T) {
+	for _, tt := range []struct {
+		name             string
+		status           int
+		code, msg        string
+		want             error
+		listsAfterSecond int // listings after a second Stat
+	}{
+		{"bucket missing", 404, "NoSuchBucket", "The specified bucket does not exist", ErrNoBucket, 2},
+		{"versitygw unknown key", 404, "XAdminUserNotFound", "No user exists with the provided access key ID.", ErrCredentials, 2},
+		{"object missing", 200, "", "", providers.ErrNotFound, 1},
+		{"listing not allowed", 403, "AccessDenied", "Access Denied", providers.ErrNotFound, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.Method == http.MethodHead:
+					s3Error(w, r, 404, "", "")
+				case tt.status == 200:
+					awsHeaders(w)
+					w.Header().Set("Content-Type", "application/xml")
+					fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<ListBucketResult><Name>%s</Name><Prefix>k</Prefix><KeyCount>0</KeyCount><MaxKeys>1</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>`, testBucket)
+				default:
+					s3Error(w, r, tt.status, tt.code, tt.msg)
+				}
+			})
+			_, err := s.Stat(t.Context(), "k")
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("stat: %v, want %v", err, tt.want)
+			}
+			checkError(t, err, "stat", "k")
+			if errors.Is(err, ErrNoBucket) && !strings.Contains(err.Error(), `"`+testBucket+`"`) {
+				t.Errorf("error does not name bucket %q: %v", testBucket, err)
+			}
+			_, err = s.Stat(t.Context(), "k")
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("second stat: %v, want %v", err, tt.want)
+			}
+			if n := f.requests(http.MethodGet); n != tt.listsAfterSecond {
+				t.Errorf("%d listings after two Stats, want %d", n, tt.listsAfterSecond)
+			}
+		})
+	}
+}
+
+func checkError(t *testing.T, err error, op, key string) {
+	t.Helper()
+	var pe *providers.Error
+	if !errors.As(err, &pe) || pe.Op != op || pe.Key != key {
+		t.Errorf("%s %q: %v (%T) does not name the operation and key", op, key, err, err)
+	}
+}
+
+// TestUnreachable: with nothing listening, no request is ever sent, so even
+// a write's outcome is known: ErrUnreachable, not ErrUnknownOutcome.
+func TestUnreachable(t *testing.T) {
+	s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) {})
+	f.srv.Close() // the port now refuses connections
+	for _, op := range []string{"create", "replace", "delete", "get", "stat", "list"} {
+		err := do(t.Context(), s, op, "k")
+		if !errors.Is(err, providers.ErrUnreachable) || errors.Is(err, providers.ErrUnknownOutcome) {
+			t.Errorf("%s with the store down: %v, want ErrUnreachable and a known outcome", op, err)
+		}
+		checkError(t, err, op, "k")
+		if op != "list" && !strings.Contains(err.Error(), `"`+testBucket+`"`) {
+			t.Errorf("%s: error does not name bucket %q: %v", op, testBucket, err)
+		}
+	}
 }

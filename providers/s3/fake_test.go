@@ -14,11 +14,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/objlease/objlease/providers"
 )
 
 // fake is an HTTP server that answers the way S3 does, for driving the real
 // SDK client into answers no emulator gives.
 type fake struct {
+	srv   *httptest.Server
 	mu    sync.Mutex
 	count map[string]int // requests seen, by method
 	last  map[string]*http.Request
@@ -29,7 +32,7 @@ const testBucket = "bkt"
 // newFake starts a server whose answers come from handle and returns a Store
 // whose client talks to it. Reads keep the SDK's standard retries (three
 // attempts) but without backoff, so retried tests stay fast.
-func newFake(t *testing.T, handle http.HandlerFunc) (*Store, *fake) {
+func newFake(t *testing.T, handle http.HandlerFunc) (*providers.Bucket, *fake) {
 	t.Helper()
 	f := &fake{count: map[string]int{}, last: map[string]*http.Request{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +43,7 @@ func newFake(t *testing.T, handle http.HandlerFunc) (*Store, *fake) {
 		handle(w, r)
 	}))
 	t.Cleanup(srv.Close)
+	f.srv = srv
 	client := s3sdk.New(s3sdk.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(srv.URL),
@@ -97,7 +101,7 @@ func headOK(w http.ResponseWriter) {
 }
 
 // do runs op on key and returns its error.
-func do(ctx context.Context, s *Store, op, key string) error {
+func do(ctx context.Context, s *providers.Bucket, op, key string) error {
 	var err error
 	switch op {
 	case "get":

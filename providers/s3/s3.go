@@ -8,7 +8,7 @@
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	client := s3sdk.NewFromConfig(cfg)
-//	store := s3.New(client, "my-bucket")
+//	store := s3.New(client, "my-bucket") // a *providers.Bucket
 //
 // or open a URL (the scheme is registered when this package is imported):
 //
@@ -47,8 +47,9 @@
 // writing identical bytes again yields an earlier version again
 // (Properties.VersionsRepeat is true).
 //
-// Keys must be valid UTF-8 of at most 1024 bytes without control characters
-// (ListObjectsV2 could not return those in XML) and not start with '/'.
+// Keys must be at most 1024 bytes; the Bucket refuses control characters
+// (ListObjectsV2 could not return those in XML) with the other portable
+// rules.
 //
 // # Retries
 //
@@ -75,18 +76,21 @@
 //	404 NoSuchBucket                                                    ErrNoBucket, naming the bucket
 //	403 (AWS: InvalidAccessKeyId, SignatureDoesNotMatch, AccessDenied),
 //	404 XAdminUserNotFound (versitygw: unknown key),
-//	400 ExpiredToken, InvalidToken                                      ErrCredentials, naming the bucket
+//	400 ExpiredToken, InvalidToken                                      ErrPermission, naming the bucket
 //	400 KeyTooLongError, InvalidBucketName                              ErrInvalidKey
 //	501 NotImplemented (store lacks conditional writes)                 errors.ErrUnsupported
+//	no connection (refused, DNS, TLS handshake): nothing sent           ErrUnreachable
 //	on PUT and DELETE: transport error, lost reply, timeout or
 //	cancellation after sending, 5xx                                     ErrUnknownOutcome
 //
 // Anything else (a read's 5xx or transport error after the SDK's retries, 403
 // RequestTimeTooSkewed, ...) is a *providers.Error that wraps only the native
 // error. A write whose context is done before it is sent wraps the context's
-// error: nothing was sent. A HEAD reply has no body, so Stat reports
-// ErrNotFound for a missing bucket as well (and on versitygw for an unknown
-// access key), and Delete reports ErrPrecondition for a missing bucket.
+// error: nothing was sent. A HEAD reply has no body, so a 404 to Stat's HEAD
+// could be a missing bucket (or on versitygw an unknown access key): until
+// a request has shown the bucket exists, Stat asks once more with a one-key
+// listing, whose reply names the cause. Delete reports ErrPrecondition for a
+// missing bucket.
 //
 // # Timestamps
 //
@@ -99,12 +103,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -119,18 +121,27 @@ import (
 // maxKeyBytes is S3's limit on the length of a key.
 const maxKeyBytes = 1024
 
-// Store is a providers.Store backed by one S3 bucket. It is safe for
-// concurrent use.
+// Store is the providers.Driver for one S3 bucket; New puts it under a
+// *providers.Bucket. It is safe for concurrent use.
 type Store struct {
 	client *s3sdk.Client
 	bucket string
+	// seen: a reply has shown that the bucket exists, so a HEAD's bare
+	// 404 means the object is missing.
+	seen atomic.Bool
 }
 
-var _ providers.Store = (*Store)(nil)
+var _ providers.Driver = (*Store)(nil)
 
-// New returns a Store for bucket that uses client, which the caller has
+// New returns the store for bucket that uses client, which the caller has
 // configured (credentials, region, endpoint, HTTP client, retries).
-func New(client *s3sdk.Client, bucket string) *Store {
+func New(client *s3sdk.Client, bucket string) *providers.Bucket {
+	return providers.NewBucket(NewDriver(client, bucket))
+}
+
+// NewDriver returns the driver New wraps, for a caller that builds its own
+// layer over it.
+func NewDriver(client *s3sdk.Client, bucket string) *Store {
 	return &Store{client: client, bucket: bucket}
 }
 
@@ -138,61 +149,46 @@ func New(client *s3sdk.Client, bucket string) *Store {
 // package doc.
 func sendOnce(o *s3sdk.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1) }
 
-// Get reads the object under key.
-func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
-	const op = "get"
-	if err := checkKey(op, key); err != nil {
-		return nil, err
-	}
+// Read starts reading the object under key: one GET.
+func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reader, error) {
 	out, err := s.client.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
-		return nil, s.mapError(op, key, read, err)
+		return nil, s.mapError("get", key, read, err)
 	}
-	defer out.Body.Close()
-	size := aws.ToInt64(out.ContentLength)
-	if maxBytes > 0 && size > maxBytes {
-		return nil, providers.Wrap(op, key, providers.ErrTooLarge, fmt.Errorf("object has %d bytes, bound is %d", size, maxBytes))
+	s.seen.Store(true)
+	size := int64(-1)
+	if out.ContentLength != nil {
+		size = *out.ContentLength
 	}
-	body := io.Reader(out.Body)
-	if maxBytes > 0 {
-		// Content-Length may be absent; never read past the bound.
-		body = io.LimitReader(out.Body, maxBytes+1)
-	}
-	data, err := io.ReadAll(body)
-	if err != nil {
-		return nil, &providers.Error{Op: op, Key: key, Err: fmt.Errorf("reading body: %w", err)}
-	}
-	if maxBytes > 0 && int64(len(data)) > maxBytes {
-		return nil, providers.Wrap(op, key, providers.ErrTooLarge, fmt.Errorf("object has more than %d bytes", maxBytes))
-	}
-	return &providers.Object{
+	return &providers.Reader{
 		Attrs: providers.Attrs{
 			Key:          key,
 			Version:      version(out.ETag),
-			Size:         int64(len(data)),
-			Metadata:     lowerKeys(out.Metadata),
+			Size:         size,
+			Metadata:     out.Metadata,
 			LastModified: aws.ToTime(out.LastModified),
 			StoreTime:    dateOf(out.ResultMetadata),
 		},
-		Data: data,
+		Body: out.Body,
 	}, nil
 }
 
 // Stat reads the attributes and metadata of the object under key.
 func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
 	const op = "stat"
-	if err := checkKey(op, key); err != nil {
-		return nil, err
-	}
 	out, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
+		if inspect(err).status == 404 && !s.seen.Load() {
+			return nil, s.whyMissing(ctx, key, err)
+		}
 		return nil, s.mapError(op, key, read, err)
 	}
+	s.seen.Store(true)
 	return &providers.Attrs{
 		Key:          key,
 		Version:      version(out.ETag),
 		Size:         aws.ToInt64(out.ContentLength),
-		Metadata:     lowerKeys(out.Metadata),
+		Metadata:     out.Metadata,
 		LastModified: aws.ToTime(out.LastModified),
 		StoreTime:    dateOf(out.ResultMetadata),
 	}, nil
@@ -204,23 +200,13 @@ func (s *Store) Create(ctx context.Context, key string, data []byte, metadata ma
 }
 
 // Replace writes the object only if its current version is ifVersion.
+// The Bucket refuses an empty version, which the SDK would drop, turning
+// this into an unconditional write.
 func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
-	if ifVersion == "" {
-		// The SDK drops an empty If-Match header, which would turn this
-		// into an unconditional write.
-		return providers.WriteResult{}, providers.Wrap("replace", key, providers.ErrPrecondition, errors.New("empty version"))
-	}
 	return s.put(ctx, "replace", key, data, metadata, func(in *s3sdk.PutObjectInput) { in.IfMatch = etag(ifVersion) })
 }
 
 func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond func(*s3sdk.PutObjectInput)) (providers.WriteResult, error) {
-	if err := checkKey(op, key); err != nil {
-		return providers.WriteResult{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		// Nothing was sent, so the outcome is known.
-		return providers.WriteResult{}, &providers.Error{Op: op, Key: key, Err: err}
-	}
 	in := &s3sdk.PutObjectInput{
 		Bucket:        &s.bucket,
 		Key:           &key,
@@ -233,6 +219,7 @@ func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata m
 	if err != nil {
 		return providers.WriteResult{}, s.mapError(op, key, write, err)
 	}
+	s.seen.Store(true)
 	if aws.ToString(out.ETag) == "" {
 		// The write landed but its version is unknown; a re-read finds it.
 		return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrUnknownOutcome, errors.New("store returned no ETag"))
@@ -245,9 +232,6 @@ func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata m
 // version matches is left to the store, which answers the conditional DELETE.
 func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
 	const op = "delete"
-	if err := checkKey(op, key); err != nil {
-		return err
-	}
 	if ifVersion == "" {
 		// As in Replace: an empty If-Match would make the delete unconditional.
 		return providers.Wrap(op, key, providers.ErrPrecondition, errors.New("empty version"))
@@ -285,6 +269,7 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 	if err != nil {
 		return providers.ListPage{}, s.mapError(op, prefix, read, err)
 	}
+	s.seen.Store(true)
 	now := dateOf(out.ResultMetadata)
 	page := providers.ListPage{Objects: make([]providers.Attrs, 0, len(out.Contents))}
 	for _, o := range out.Contents {
@@ -309,6 +294,7 @@ func (s *Store) Properties() providers.Properties {
 		Name:                 "s3",
 		VersionsRepeat:       true,
 		TimestampGranularity: time.Second,
+		MaxKeyBytes:          maxKeyBytes,
 	}
 }
 
@@ -324,42 +310,11 @@ func (s *Store) As(target any) bool {
 // Close does nothing: the client belongs to the caller.
 func (s *Store) Close() error { return nil }
 
-// checkKey refuses keys S3 cannot hold or that ListObjectsV2 could not return
-// in XML without URL-encoding.
-func checkKey(op, key string) error {
-	var why string
-	switch {
-	case key == "":
-		why = "empty key"
-	case strings.HasPrefix(key, "/"):
-		why = "key starts with a slash"
-	case len(key) > maxKeyBytes:
-		why = fmt.Sprintf("key is %d bytes, S3 allows %d", len(key), maxKeyBytes)
-	case !utf8.ValidString(key):
-		why = "key is not valid UTF-8"
-	case strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		why = "key contains a control character"
-	default:
-		return nil
-	}
-	return providers.Wrap(op, key, providers.ErrInvalidKey, errors.New(why))
-}
-
 // version turns an ETag into a version: S3 quotes ETags, some compatible
 // stores do not, so the quotes are dropped here and added back in etag.
 func version(tag *string) string { return strings.Trim(aws.ToString(tag), `"`) }
 
 func etag(version string) *string { return aws.String(`"` + version + `"`) }
-
-// lowerKeys returns metadata with lower-case keys. The SDK lower-cases them
-// already; this keeps the contract if that ever changes.
-func lowerKeys(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[strings.ToLower(k)] = v
-	}
-	return out
-}
 
 // dateOf returns the Date header of the raw reply, or zero.
 func dateOf(md middleware.Metadata) time.Time {

@@ -1,0 +1,265 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bucket is the Store every provider's constructor returns: a Driver with
+// the work all stores share done once, here.
+//
+//   - Keys: refused with ErrInvalidKey before anything is sent if empty,
+//     starting with '/', not valid UTF-8, holding a control character,
+//     longer than Properties.MaxKeyBytes, or refused by the driver's
+//     KeyChecker.
+//   - Metadata names written must be lower-case ASCII letters, digits and
+//     '-', starting with a letter (ErrInvalidKey otherwise), and come back
+//     lower-cased from every store.
+//   - Replace and Delete with an empty version fail with ErrPrecondition:
+//     an SDK that drops an empty If-Match would make them unconditional.
+//   - A context already done fails the call with the context's error before
+//     anything is sent, so a write that was never sent never reports
+//     ErrUnknownOutcome.
+//   - Get enforces maxBytes, refusing a larger object with ErrTooLarge
+//     without reading it whole.
+//   - Every error is an *Error naming the operation and key.
+//   - Every call is counted (see the metrics below).
+//
+// Metrics go through the OpenTelemetry global MeterProvider and are no-ops
+// until a program installs one:
+//
+//	objlease.store.requests  counter, attributes store (Properties.Name),
+//	                         op (get, stat, create, replace, delete, list) and
+//	                         outcome (see Outcome)
+//
+// A Bucket is safe for concurrent use.
+type Bucket struct {
+	d Driver
+}
+
+var _ Store = (*Bucket)(nil)
+
+// NewBucket returns the Store over d.
+func NewBucket(d Driver) *Bucket { return &Bucket{d: d} }
+
+// Get reads an object. If it is larger than maxBytes it returns ErrTooLarge
+// without reading it whole (maxBytes <= 0: no bound).
+func (b *Bucket) Get(ctx context.Context, key string, maxBytes int64) (obj *Object, err error) {
+	const op = "get"
+	defer b.record(ctx, op, &err)
+	if err := b.begin(ctx, op, key); err != nil {
+		return nil, err
+	}
+	r, err := b.d.Read(ctx, key, maxBytes)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	defer r.Body.Close()
+	if maxBytes > 0 && r.Size > maxBytes {
+		return nil, Wrap(op, key, ErrTooLarge, fmt.Errorf("object has %d bytes, bound is %d", r.Size, maxBytes))
+	}
+	body := io.Reader(r.Body)
+	if maxBytes > 0 {
+		// The length may be undeclared; never read past the bound.
+		body = io.LimitReader(body, maxBytes+1)
+	}
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, wrap(op, key, fmt.Errorf("reading body: %w", err))
+	}
+	if maxBytes > 0 && int64(len(data)) > maxBytes {
+		return nil, Wrap(op, key, ErrTooLarge, fmt.Errorf("object has more than %d bytes", maxBytes))
+	}
+	if r.Size >= 0 && int64(len(data)) != r.Size {
+		return nil, &Error{Op: op, Key: key, Err: fmt.Errorf("store declared %d bytes and sent %d", r.Size, len(data))}
+	}
+	a := r.Attrs
+	a.Key, a.Size, a.Metadata = key, int64(len(data)), lowerKeys(a.Metadata)
+	return &Object{Attrs: a, Data: data}, nil
+}
+
+// Stat reads an object's attributes and metadata, not its bytes.
+func (b *Bucket) Stat(ctx context.Context, key string) (a *Attrs, err error) {
+	const op = "stat"
+	defer b.record(ctx, op, &err)
+	if err := b.begin(ctx, op, key); err != nil {
+		return nil, err
+	}
+	a, err = b.d.Stat(ctx, key)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	a.Key, a.Metadata = key, lowerKeys(a.Metadata)
+	return a, nil
+}
+
+// Create writes the object only if no object exists under key; otherwise
+// ErrPrecondition.
+func (b *Bucket) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (res WriteResult, err error) {
+	const op = "create"
+	defer b.record(ctx, op, &err)
+	if err := b.beginWrite(ctx, op, key, metadata); err != nil {
+		return WriteResult{}, err
+	}
+	res, err = b.d.Create(ctx, key, data, metadata)
+	if err != nil {
+		return WriteResult{}, wrap(op, key, err)
+	}
+	return res, nil
+}
+
+// Replace writes the object only if its current version is ifVersion;
+// otherwise (including when it is absent) ErrPrecondition.
+func (b *Bucket) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (res WriteResult, err error) {
+	const op = "replace"
+	defer b.record(ctx, op, &err)
+	if err := b.beginWrite(ctx, op, key, metadata); err != nil {
+		return WriteResult{}, err
+	}
+	if ifVersion == "" {
+		return WriteResult{}, Wrap(op, key, ErrPrecondition, errors.New("empty version"))
+	}
+	res, err = b.d.Replace(ctx, key, data, metadata, ifVersion)
+	if err != nil {
+		return WriteResult{}, wrap(op, key, err)
+	}
+	return res, nil
+}
+
+// Delete removes the object only if its current version is ifVersion;
+// otherwise (including when it is absent) ErrPrecondition.
+func (b *Bucket) Delete(ctx context.Context, key string, ifVersion string) (err error) {
+	const op = "delete"
+	defer b.record(ctx, op, &err)
+	if err := b.begin(ctx, op, key); err != nil {
+		return err
+	}
+	if ifVersion == "" {
+		return Wrap(op, key, ErrPrecondition, errors.New("empty version"))
+	}
+	if err := b.d.Delete(ctx, key, ifVersion); err != nil {
+		return wrap(op, key, err)
+	}
+	return nil
+}
+
+// List returns up to pageSize objects whose keys start with prefix, after
+// the position named by pageToken ("" for the first page). Errors name the
+// prefix as their key.
+func (b *Bucket) List(ctx context.Context, prefix, pageToken string, pageSize int) (page ListPage, err error) {
+	const op = "list"
+	defer b.record(ctx, op, &err)
+	if err := ctx.Err(); err != nil {
+		return ListPage{}, &Error{Op: op, Key: prefix, Err: err}
+	}
+	page, err = b.d.List(ctx, prefix, pageToken, pageSize)
+	if err != nil {
+		return ListPage{}, wrap(op, prefix, err)
+	}
+	for i := range page.Objects {
+		page.Objects[i].Metadata = lowerKeys(page.Objects[i].Metadata)
+	}
+	return page, nil
+}
+
+// Properties reports the driver's declared properties.
+func (b *Bucket) Properties() Properties { return b.d.Properties() }
+
+// As sets *target to b if target is a **Bucket, and otherwise asks the
+// driver for its native client (see each provider's documentation).
+func (b *Bucket) As(target any) bool {
+	if p, ok := target.(**Bucket); ok {
+		*p = b
+		return true
+	}
+	return b.d.As(target)
+}
+
+// Close releases what the driver owns.
+func (b *Bucket) Close() error { return b.d.Close() }
+
+// begin checks what every call on one key checks before sending anything.
+func (b *Bucket) begin(ctx context.Context, op, key string) error {
+	if why := b.checkKey(key); why != nil {
+		return Wrap(op, key, ErrInvalidKey, why)
+	}
+	if err := ctx.Err(); err != nil {
+		// Nothing was sent, so even a write's outcome is known.
+		return &Error{Op: op, Key: key, Err: err}
+	}
+	return nil
+}
+
+func (b *Bucket) beginWrite(ctx context.Context, op, key string, metadata map[string]string) error {
+	for k := range metadata {
+		if why := checkMetadataName(k); why != nil {
+			return Wrap(op, key, ErrInvalidKey, why)
+		}
+	}
+	return b.begin(ctx, op, key)
+}
+
+// checkKey applies the portable rules, then the store's limit and its own.
+func (b *Bucket) checkKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("empty key")
+	case strings.HasPrefix(key, "/"):
+		return errors.New("key starts with '/'")
+	case !utf8.ValidString(key):
+		return errors.New("key is not valid UTF-8")
+	case strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		// S3 listings could not return it in XML; GCS refuses CR and LF.
+		return errors.New("key contains a control character")
+	}
+	if p := b.d.Properties(); p.MaxKeyBytes > 0 && len(key) > p.MaxKeyBytes {
+		return fmt.Errorf("key is %d bytes, %s allows %d", len(key), p.Name, p.MaxKeyBytes)
+	}
+	if kc, ok := b.d.(KeyChecker); ok {
+		return kc.CheckKey(key)
+	}
+	return nil
+}
+
+// checkMetadataName accepts the names every store keeps as given (Azure
+// wants identifiers, S3 and Azure fold case).
+func checkMetadataName(k string) error {
+	if k == "" || k[0] < 'a' || k[0] > 'z' {
+		return fmt.Errorf("metadata name %q: must start with a lower-case letter", k)
+	}
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return fmt.Errorf("metadata name %q: only a-z, 0-9 and '-' are portable", k)
+		}
+	}
+	return nil
+}
+
+// wrap names op and key in a driver's error, unless the driver did already.
+// A message that spans lines (some SDKs append the reply body) is put on
+// one, so that logs and the CLI show one line per failure.
+func wrap(op, key string, err error) error {
+	if pe, ok := err.(*Error); ok {
+		return pe
+	}
+	if msg := err.Error(); strings.ContainsAny(msg, "\r\n") {
+		err = Native(strings.Join(strings.Fields(msg), " "), err)
+	}
+	return &Error{Op: op, Key: key, Err: err}
+}
+
+// lowerKeys returns m with lower-case keys (nil for nil).
+func lowerKeys(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[strings.ToLower(k)] = v
+	}
+	return out
+}

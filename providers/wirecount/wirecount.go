@@ -1,0 +1,70 @@
+// Package wirecount counts the HTTP requests a store's client sends, as
+// they leave for the network: retries and the extra requests an operation
+// needs are counted, store calls are not. Put it under the SDK client's
+// HTTP client (s3sdk.Options.HTTPClient, option.WithHTTPClient,
+// azcore.ClientOptions.Transport) to learn what an operation costs in
+// round trips.
+package wirecount
+
+import (
+	"net/http"
+	"sync"
+)
+
+// Transport is an http.RoundTripper that counts the requests passing
+// through it by method, including those that fail before an answer (no
+// connection, lost reply). It is safe for concurrent use.
+type Transport struct {
+	base http.RoundTripper
+
+	mu    sync.Mutex
+	count map[string]int
+}
+
+// New returns a Transport sending through base (nil: http.DefaultTransport).
+func New(base http.RoundTripper) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &Transport{base: base, count: map[string]int{}}
+}
+
+// RoundTrip counts req and sends it through the base transport.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	t.count[req.Method]++
+	t.mu.Unlock()
+	return t.base.RoundTrip(req)
+}
+
+// Counts is a number of requests by HTTP method.
+type Counts map[string]int
+
+// Total is the number of requests of every method.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// Counts returns the requests counted so far, by method.
+func (t *Transport) Counts() Counts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := make(Counts, len(t.count))
+	for k, v := range t.count {
+		c[k] = v
+	}
+	return c
+}
+
+// Reset sets every count to zero and returns the counts before.
+func (t *Transport) Reset() Counts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := Counts(t.count)
+	t.count = map[string]int{}
+	return c
+}
