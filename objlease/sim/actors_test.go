@@ -65,6 +65,10 @@ func (p *proc) lead(ctx context.Context, l *objlease.Lease) {
 	w.mu.Unlock()
 	w.count("elector term")
 	w.logf(p, "leading %s token %d", leaseKey(k), ep.token)
+	// A lease granted already expired is ended by its validity watcher at
+	// this very instant; let that happen first, whichever goroutine runs
+	// first, so that the run stays a function of its seed.
+	time.Sleep(time.Microsecond)
 	var last string
 	for ctx.Err() == nil {
 		w.fenced(p, p.cbRnd, k, ep.token, p.cbRnd.IntN(5) == 0, &last)
