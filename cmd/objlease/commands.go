@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,127 +15,168 @@ import (
 
 const acquireDetail = `Takes the lease, prints its fencing token on stdout and exits. Nothing renews
 the lease afterwards: it expires TTL after it was written unless released
-first with "objlease release --holder HOLDER URL", so give --holder.
+first with "objlease release --holder HOLDER URL", so give --holder (or use
+"objlease hold", which renews it until signalled).
 
---timeout is as for run: by default wait as long as it takes; 0 tries once.`
+--timeout is as for run: by default wait as long as it takes; 0 tries once.
+--poll sets how often a waiter reads the record; -v says who holds it while
+it waits. With -o json it prints {"key","url","token","holder","ttl_ms",
+"acquired_at"}.`
 
-// cmdAcquire takes the lease and leaves it to expire or be released.
-func (c *cli) cmdAcquire(args []string) int {
-	f := c.flags("acquire")
-	url, code := f.oneURL(c, args)
-	if code != proceed {
-		return code
-	}
-	ctx := context.Background()
-	cl, code := c.client(ctx, f, url)
-	if code != proceed {
-		return code
-	}
-	defer cl.Store().Close()
-	l, code := c.take(ctx, cl, f.timeout)
-	if l == nil {
-		return code
-	}
-	if f.holder == "" {
-		c.log.Warn("no --holder given; release it with --holder " + l.Holder())
-	}
-	fmt.Fprintln(c.stdout, l.Token())
-	return exitOK
+// acquisition is what acquire and hold print with -o json.
+type acquisition struct {
+	Key        string    `json:"key"`
+	URL        string    `json:"url"`
+	Token      uint64    `json:"token"`
+	Holder     string    `json:"holder"`
+	TTLMillis  int64     `json:"ttl_ms"`
+	AcquiredAt time.Time `json:"acquired_at"`
 }
 
-// take acquires the lease as --timeout says and maps failure to an exit
-// code; the lease is nil on failure.
-func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout waitFlag) (*objlease.Lease, int) {
-	var l *objlease.Lease
-	var err error
-	switch {
-	case timeout.set && timeout.d == 0:
-		l, err = cl.TryAcquire(ctx)
-	case timeout.set:
-		tctx, cancel := context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("not acquired within --timeout %v", timeout.d))
-		defer cancel()
-		l, err = cl.Acquire(tctx)
-		if err != nil && tctx.Err() != nil && ctx.Err() == nil {
-			c.log.Error("lease not acquired", slog.Any("err", err))
-			return nil, exitNotAcquired
+func acquired(url string, l *objlease.Lease) acquisition {
+	r := l.Record()
+	return acquisition{Key: l.Key(), URL: url, Token: l.Token(), Holder: l.Holder(), TTLMillis: r.TTLMillis, AcquiredAt: r.AcquiredAt}
+}
+
+// addTakeFlags registers the flags of the commands that take a lease.
+func addTakeFlags(fs *flagSet, lf *leaseFlags) *waitFlag {
+	lf.addTTL(fs)
+	lf.addHolder(fs)
+	lf.addDrift(fs)
+	lf.addStoreClock(fs)
+	lf.addForce(fs, "overwrite an object at the key that is not an objlease record")
+	lf.addPoll(fs, defaultPoll, "how often to read the record while it is held elsewhere, as a `duration` (default 1s, at most TTL/3); one read per poll")
+	return addTimeout(fs)
+}
+
+func (c *cli) acquireCmd(fs *flagSet) action {
+	var lf leaseFlags
+	timeout := addTakeFlags(fs, &lf)
+	asJSON := addOutput(fs)
+	return func(ctx context.Context, pos []string) error {
+		url, err := fs.oneURL(pos)
+		if err != nil {
+			return err
 		}
-	default:
-		l, err = cl.Acquire(ctx)
+		cl, err := c.client(ctx, &lf, url)
+		if err != nil {
+			return opErr("acquire", url, err)
+		}
+		defer cl.Store().Close()
+		l, err := c.take(ctx, cl, timeout)
+		if err != nil {
+			return opErr("acquire", url, err)
+		}
+		if lf.holder == "" {
+			c.log.Warn("no --holder given; release it with --holder " + l.Holder())
+		}
+		if *asJSON {
+			return c.printJSON(acquired(url, l))
+		}
+		_, err = fmt.Fprintln(c.stdout, l.Token())
+		return err
 	}
-	if err == nil {
-		return l, proceed
-	}
-	if i := (interrupt{}); errors.As(context.Cause(ctx), &i) {
-		c.log.Warn("interrupted while acquiring the lease", slog.String("signal", i.sig.String()))
-		return nil, i.code()
-	}
-	return nil, c.fail("lease not acquired", err)
 }
 
 const releaseDetail = `Releases the lease if its record says HOLDER holds it, for example one taken
 with "objlease acquire --holder HOLDER". The record is kept, marked released,
-so that the next holder's token is higher.
+so that the next holder's token is higher. It prints nothing.
 
 Exits 0 if the lease was released, or was already; 75 if another holder
 holds it; 1 if there is no lease at the key.`
 
-func (c *cli) cmdRelease(args []string) int {
-	f := c.flags("release")
-	url, code := f.oneURL(c, args)
-	if code != proceed {
-		return code
+func (c *cli) releaseCmd(fs *flagSet) action {
+	var lf leaseFlags
+	lf.addHolder(fs)
+	return func(ctx context.Context, pos []string) error {
+		url, err := fs.oneURL(pos)
+		if err != nil {
+			return err
+		}
+		if lf.holder == "" {
+			return usagef("release needs --holder: the holder identity the lease was acquired with")
+		}
+		cl, err := c.client(ctx, &lf, url)
+		if err != nil {
+			return opErr("release", url, err)
+		}
+		defer cl.Store().Close()
+		err = cl.Release(ctx)
+		if errors.Is(err, providers.ErrNotFound) {
+			return opErr("release", url, noLease(cl.Key()))
+		}
+		return opErr("release", url, err)
 	}
-	if f.holder == "" {
-		c.log.Error("release needs --holder: the holder identity the lease was acquired with")
-		return exitUsage
-	}
-	ctx := context.Background()
-	cl, code := c.client(ctx, f, url)
-	if code != proceed {
-		return code
-	}
-	defer cl.Store().Close()
-	err := cl.Release(ctx)
-	if errors.Is(err, providers.ErrNotFound) {
-		c.log.Error("no lease at "+cl.Key(), slog.String("url", url))
-		return exitNo
-	}
-	if err != nil {
-		return c.fail("lease not released", err)
-	}
-	return exitOK
 }
 
 const breakDetail = `Ends the lease whatever its state by writing a released record whose token is
 one higher, and prints that token on stdout. A holder that is still running
 finds out at its next renewal, and a resource that checks fencing tokens
-refuses the old holder once it has seen the new token.
+refuses the old holder once it has seen the new token. It says on stderr
+whose lease it broke.
 
 --force is required. It also lets break overwrite an object at the key that
-is not an objlease record.`
+is not an objlease record. With -o json it prints {"key","url","token",
+"previous_holder","previous_token","previous_state"}.`
 
-func (c *cli) cmdBreak(args []string) int {
-	f := c.flags("break")
-	url, code := f.oneURL(c, args)
-	if code != proceed {
-		return code
+// breakage is what break prints with -o json.
+type breakage struct {
+	Key       string `json:"key"`
+	URL       string `json:"url"`
+	Token     uint64 `json:"token"`
+	PrevHold  string `json:"previous_holder,omitempty"`
+	PrevToken uint64 `json:"previous_token,omitempty"`
+	PrevState string `json:"previous_state"`
+}
+
+func (c *cli) breakCmd(fs *flagSet) action {
+	var lf leaseFlags
+	lf.addForce(fs, "required: end the lease whoever holds it (and overwrite an object at the key that is not an objlease record)")
+	asJSON := addOutput(fs)
+	return func(ctx context.Context, pos []string) error {
+		url, err := fs.oneURL(pos)
+		if err != nil {
+			return err
+		}
+		if !lf.force {
+			return usagef("break %s: refusing without --force: it ends the lease whoever holds it", url)
+		}
+		// The library's own "lease broken" message names this process as
+		// the holder; say instead whose lease it was.
+		lf.holder = "objlease-break"
+		store, key, err := c.open(ctx, url, true)
+		if err != nil {
+			return opErr("break", url, err)
+		}
+		defer store.Close()
+		o := lf.options(c.log)
+		o.Logger = nil
+		cl, err := objlease.New(store, key, o)
+		if err != nil {
+			return opErr("break", url, err)
+		}
+		out := breakage{Key: key, URL: url, PrevState: "absent"}
+		if st, err := cl.Inspect(ctx); err == nil && st.Record != nil {
+			out.PrevHold, out.PrevToken, out.PrevState = st.Record.Holder, st.Record.Token, string(st.Record.State)
+		} else if err != nil {
+			out.PrevState = "not-a-lease"
+		}
+		out.Token, err = cl.Break(ctx)
+		if err != nil {
+			return opErr("break", url, err)
+		}
+		switch out.PrevState {
+		case string(objlease.StateHeld):
+			c.log.Warn(fmt.Sprintf("broke the lease at %q, held by %s (token %d); new token %d", key, out.PrevHold, out.PrevToken, out.Token))
+		default:
+			c.log.Warn(fmt.Sprintf("broke the lease at %q, which was %s; new token %d", key, out.PrevState, out.Token))
+		}
+		if *asJSON {
+			return c.printJSON(out)
+		}
+		_, err = fmt.Fprintln(c.stdout, out.Token)
+		return err
 	}
-	if !f.force {
-		c.log.Error(fmt.Sprintf("break %s: refusing without --force: it ends the lease whoever holds it", url))
-		return exitUsage
-	}
-	ctx := context.Background()
-	cl, code := c.client(ctx, f, url)
-	if code != proceed {
-		return code
-	}
-	defer cl.Store().Close()
-	token, err := cl.Break(ctx)
-	if err != nil {
-		return c.fail("lease not broken", err)
-	}
-	fmt.Fprintln(c.stdout, token)
-	return exitOK
 }
 
 const inspectDetail = `Shows the lease record at URL without changing it: holder, token, state,
@@ -176,221 +216,239 @@ type inspection struct {
 	Data        []byte         `json:"data,omitempty"`
 }
 
-func (c *cli) cmdInspect(args []string) int {
-	f := c.flags("inspect")
-	url, code := f.oneURL(c, args)
-	if code != proceed {
-		return code
-	}
-	ctx := context.Background()
-	cl, code := c.client(ctx, f, url)
-	if code != proceed {
-		return code
-	}
-	defer cl.Store().Close()
-	st, err := cl.Inspect(ctx)
-	if err != nil {
-		return c.fail("cannot inspect lease", err)
-	}
-	if st.Record == nil {
-		c.log.Error("no lease at "+st.Key, slog.String("url", url))
-		return exitNo
-	}
-	r := st.Record
-	age, clock := recordAge(st.Attrs, r)
-	if f.output == "json" {
-		out := inspection{
-			Key: st.Key, URL: url, Version: st.Version, State: r.State, Holder: r.Holder, Token: r.Token,
-			TTLMillis: r.TTLMillis, Renewals: r.Renewals, AcquiredAt: r.AcquiredAt, WrittenAt: r.WrittenAt,
-			AgeMillis: age.Milliseconds(), AgeClock: clock, ExpiresInMs: st.ExpiresIn.Milliseconds(), Data: r.Data,
+func (c *cli) inspectCmd(fs *flagSet) action {
+	var lf leaseFlags
+	lf.addDrift(fs)
+	lf.addStoreClock(fs)
+	asJSON := addOutput(fs)
+	return func(ctx context.Context, pos []string) error {
+		url, err := fs.oneURL(pos)
+		if err != nil {
+			return err
 		}
-		return c.printJSON(out)
-	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s:\t"+format+"\n", append([]any{k}, args...)...) }
-	row("key", "%s", st.Key)
-	row("state", "%s", r.State)
-	row("holder", "%s", orDash(r.Holder))
-	row("token", "%d", r.Token)
-	row("ttl", "%v", r.TTL())
-	row("renewals", "%d", r.Renewals)
-	if !r.AcquiredAt.IsZero() {
-		row("acquired", "%s (writer's clock)", r.AcquiredAt.Format(time.RFC3339Nano))
-	}
-	if clock == "store" {
-		res := ""
-		if g := cl.Store().Properties().TimestampGranularity; g >= time.Millisecond {
-			res = fmt.Sprintf(" (its timestamps have %v resolution)", g)
+		cl, err := c.client(ctx, &lf, url)
+		if err != nil {
+			return opErr("inspect", url, err)
 		}
-		row("written", "%v ago by the store's clock%s", age.Round(time.Millisecond), res)
-	} else {
-		row("written", "%v ago by this machine's clock against the writer's (%s)", age.Round(time.Millisecond), r.WrittenAt.Format(time.RFC3339Nano))
-	}
-	switch {
-	case r.State == objlease.StateReleased:
-		row("expires", "free: released; the next holder gets token %d", r.Token+1)
-	case st.ExpiresIn <= 0:
-		row("expires", "expired: the store's clock says it was written more than TTL + margin ago")
-	default:
-		hint := ""
-		if !f.storeClock {
-			hint = " (--store-clock lets the store's clock decide)"
+		defer cl.Store().Close()
+		st, err := cl.Inspect(ctx)
+		if err != nil {
+			return opErr("inspect", url, err)
 		}
-		row("expires", "not for this observer before %v: it must see the record unchanged for TTL × (1 + drift)%s",
-			st.ExpiresIn.Round(time.Millisecond), hint)
+		if st.Record == nil {
+			return opErr("inspect", url, noLease(st.Key))
+		}
+		r := st.Record
+		age, clock := recordAge(st.Attrs, r)
+		if *asJSON {
+			return c.printJSON(inspection{
+				Key: st.Key, URL: url, Version: st.Version, State: r.State, Holder: r.Holder, Token: r.Token,
+				TTLMillis: r.TTLMillis, Renewals: r.Renewals, AcquiredAt: r.AcquiredAt, WrittenAt: r.WrittenAt,
+				AgeMillis: age.Milliseconds(), AgeClock: clock, ExpiresInMs: st.ExpiresIn.Milliseconds(), Data: r.Data,
+			})
+		}
+		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s:\t"+format+"\n", append([]any{k}, args...)...) }
+		row("key", "%s", st.Key)
+		row("state", "%s", r.State)
+		row("holder", "%s", orDash(r.Holder))
+		row("token", "%d", r.Token)
+		row("ttl", "%v", r.TTL())
+		row("renewals", "%d", r.Renewals)
+		if !r.AcquiredAt.IsZero() {
+			row("acquired", "%s (writer's clock)", stamp(r.AcquiredAt))
+		}
+		if clock == "store" {
+			res := ""
+			if g := cl.Store().Properties().TimestampGranularity; g >= time.Millisecond {
+				res = fmt.Sprintf(" (its timestamps have %v resolution)", g)
+			}
+			row("written", "%s ago by the store's clock%s", humanAge(age), res)
+		} else {
+			row("written", "%s ago by this machine's clock against the writer's (%s)", humanAge(age), stamp(r.WrittenAt))
+		}
+		switch {
+		case r.State == objlease.StateReleased:
+			row("expires", "free: released; the next holder gets token %d", r.Token+1)
+		case st.ExpiresIn <= 0:
+			row("expires", "expired: the store's clock says it was written more than TTL + margin ago")
+		default:
+			hint := ""
+			if !lf.storeClock {
+				hint = " (--store-clock lets the store's clock decide)"
+			}
+			row("expires", "not for this observer before %s: it must see the record unchanged for TTL × (1 + drift)%s",
+				roundDuration(st.ExpiresIn), hint)
+		}
+		row("version", "%s", st.Version)
+		if len(r.Data) > 0 {
+			row("data", "%q", r.Data)
+		}
+		return w.Flush()
 	}
-	row("version", "%s", st.Version)
-	if len(r.Data) > 0 {
-		row("data", "%q", r.Data)
-	}
-	if err := w.Flush(); err != nil {
-		return c.fail("cannot write output", err)
-	}
-	return exitOK
 }
 
-// recordAge is how long ago r was written and by which clock: the store's
-// when its attributes carry both times, else this machine's against the
-// writer's.
-func recordAge(a providers.Attrs, r *objlease.Record) (time.Duration, string) {
-	if !a.LastModified.IsZero() && !a.StoreTime.IsZero() {
-		return a.StoreTime.Sub(a.LastModified), "store"
-	}
-	return time.Since(r.WrittenAt), "local"
-}
+const listDetail = `Lists the lease records under the prefix PREFIX-URL names, one row each: key,
+state, token, holder, age (how long ago it was last written) and expiry
+(when its TTL runs out after that write). Ages are by the store's clock when
+the store reports it, else by this machine's against the writer's clock,
+marked "(writer)".
 
-const listDetail = `Lists every object under the prefix PREFIX-URL names, one row each: key,
-state, token, holder and how long ago it was written (by the store's clock
-when the store reports it). An object that is not an objlease record is
-listed with state "not-a-lease" (or "newer-schema") and the reason, and
-does not fail the listing. A prefix is a key prefix, not only a directory:
-file:///var/leases/ lists everything under /var/leases, s3://b/jobs/n
-every key starting with jobs/n.
+STATE is held, released, or expired: held, but the store's clock says it was
+last written more than TTL + its timestamp resolution + 1s ago, so its holder
+has stopped renewing. A held lease is taken over only by an observer that has
+seen it unchanged for TTL × (1 + drift), or at once with --store-clock once it
+is expired.
+
+Objects that are not lease records are skipped (-v says how many). A prefix
+is a key prefix, not only a directory: file:///var/leases/ lists everything
+under /var/leases, s3://b/jobs/n every key starting with jobs/n.
 
 With -o json it prints one JSON object per line with the fields key, state,
-token, holder, written_at, age_ms, age_clock and, for objects that are not
-leases, reason.
+token, holder, ttl_ms, written_at, age_ms, age_clock and expires_in_ms
+(negative: that long ago).
 
-Exits 69 if the listing, or reading any object, failed (the rows it could
+Exits 69 if the listing, or reading an object, failed (the rows it could
 read are printed).`
 
 // listing is one row of list's JSON output.
 type listing struct {
-	Key       string    `json:"key"`
-	State     string    `json:"state"`
-	Token     uint64    `json:"token,omitempty"`
-	Holder    string    `json:"holder,omitempty"`
-	WrittenAt time.Time `json:"written_at,omitzero"`
-	AgeMillis int64     `json:"age_ms,omitempty"`
-	AgeClock  string    `json:"age_clock,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
+	Key         string    `json:"key"`
+	State       string    `json:"state"`
+	Token       uint64    `json:"token"`
+	Holder      string    `json:"holder"`
+	TTLMillis   int64     `json:"ttl_ms"`
+	WrittenAt   time.Time `json:"written_at,omitzero"`
+	AgeMillis   int64     `json:"age_ms"`
+	AgeClock    string    `json:"age_clock"`
+	ExpiresInMs int64     `json:"expires_in_ms"`
 }
 
-func (c *cli) cmdList(args []string) int {
-	f := c.flags("list")
-	url, code := f.oneURL(c, args)
-	if code != proceed {
-		return code
-	}
-	ctx := context.Background()
-	store, prefix, code := c.open(ctx, url, false)
-	if code != proceed {
-		return code
-	}
-	defer store.Close()
+// lapseMargin is the store clocks' assumed disagreement, as --store-clock
+// assumes by default.
+const lapseMargin = time.Second
 
-	var w *tabwriter.Writer
-	if f.output == "text" {
-		w = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "KEY\tSTATE\tTOKEN\tHOLDER\tWRITTEN")
+func (c *cli) listCmd(fs *flagSet) action {
+	asJSON := addOutput(fs)
+	return func(ctx context.Context, pos []string) error {
+		url, err := fs.oneURL(pos)
+		if err != nil {
+			return err
+		}
+		store, prefix, err := c.open(ctx, url, false)
+		if err != nil {
+			return opErr("list", url, err)
+		}
+		defer store.Close()
+
+		var w *tabwriter.Writer
+		if !*asJSON {
+			w = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "KEY\tSTATE\tTOKEN\tHOLDER\tAGE\tEXPIRES")
+		}
+		var failed error
+		skipped, example := 0, ""
+		err = eachObject(ctx, store, prefix, func(a providers.Attrs) error {
+			row, why, err := c.listRow(ctx, store, a.Key)
+			switch {
+			case err != nil:
+				c.log.Warn("cannot read "+a.Key, slog.Any("err", err))
+				failed = err
+				return nil
+			case row == nil:
+				if why != "" {
+					if skipped++; example == "" {
+						example = a.Key + ": " + why
+					}
+				}
+				return nil
+			case w == nil:
+				return c.printJSON(row)
+			}
+			age, expires := humanAge(time.Duration(row.AgeMillis)*time.Millisecond), expiryText(row)
+			if row.AgeClock != "store" {
+				age += " (writer)"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", row.Key, row.State, row.Token, orDash(row.Holder), age, expires)
+			return nil
+		})
+		if w != nil {
+			if ferr := w.Flush(); ferr != nil && err == nil {
+				err = ferr
+			}
+		}
+		if skipped > 0 {
+			c.log.Debug(fmt.Sprintf("skipped %d objects that are not lease records (e.g. %s)", skipped, example))
+		}
+		if err == nil {
+			err = failed
+		}
+		return opErr("list", url, err)
 	}
-	code = exitOK
+}
+
+// eachObject calls fn for every object under prefix, page by page.
+func eachObject(ctx context.Context, store providers.Store, prefix string, fn func(providers.Attrs) error) error {
 	for page := ""; ; {
 		p, err := store.List(ctx, prefix, page, 1000)
 		if err != nil {
-			code = c.fail("listing failed", err)
-			break
+			return err
 		}
 		for _, a := range p.Objects {
-			row, ok := c.listRow(ctx, store, a.Key)
-			if !ok {
-				code = exitUnavailable
+			if err := fn(a); err != nil {
+				return err
 			}
-			if row == nil {
-				continue
-			}
-			if w == nil {
-				if c.printJSON(row) != exitOK {
-					return exitUnavailable
-				}
-				continue
-			}
-			token, written := "-", row.Reason
-			if row.Reason == "" {
-				token = fmt.Sprint(row.Token)
-				written = fmt.Sprintf("%v ago", time.Duration(row.AgeMillis)*time.Millisecond)
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", row.Key, row.State, token, orDash(row.Holder), written)
 		}
 		if page = p.NextToken; page == "" {
-			break
+			return nil
 		}
 	}
-	if w != nil {
-		if err := w.Flush(); err != nil {
-			return c.fail("cannot write output", err)
-		}
+}
+
+func expiryText(row *listing) string {
+	if row.State == string(objlease.StateReleased) {
+		return "free"
 	}
-	return code
+	d := time.Duration(row.ExpiresInMs) * time.Millisecond
+	if d >= 0 {
+		return "in " + humanAge(d)
+	}
+	return humanAge(-d) + " ago"
 }
 
 // listRow reads the object at key. It returns a nil row for an object
-// deleted since it was listed, and ok false if the store failed.
-func (c *cli) listRow(ctx context.Context, store providers.Store, key string) (row *listing, ok bool) {
+// deleted since it was listed, or that is not a lease record (then with
+// why), and an error if the store failed.
+func (c *cli) listRow(ctx context.Context, store providers.Store, key string) (*listing, string, error) {
 	obj, err := store.Get(ctx, key, objlease.MaxRecordSize)
 	switch {
 	case errors.Is(err, providers.ErrNotFound):
-		return nil, true
+		return nil, "", nil
 	case errors.Is(err, providers.ErrTooLarge):
-		return &listing{Key: key, State: "not-a-lease", Reason: fmt.Sprintf("larger than a record can be (%d bytes)", objlease.MaxRecordSize)}, true
+		return nil, fmt.Sprintf("larger than a record can be (%d bytes)", objlease.MaxRecordSize), nil
+	case errors.Is(err, providers.ErrInvalidKey):
+		return nil, "a key the store does not accept", nil
 	case err != nil:
-		c.log.Error("cannot read object", slog.String("key", key), slog.Any("err", err))
-		return &listing{Key: key, State: "unreadable", Reason: err.Error()}, false
+		return nil, "", err
 	}
 	r, err := objlease.DecodeRecord(key, obj.Data)
 	if err != nil {
-		row = &listing{Key: key, State: "not-a-lease", Reason: err.Error()}
 		var re *objlease.RecordError
 		if errors.As(err, &re) {
-			row.Reason = re.Reason
-			if errors.Is(err, objlease.ErrNewerSchema) {
-				row.State = "newer-schema"
-			}
+			return nil, re.Reason, nil
 		}
-		return row, true
+		return nil, err.Error(), nil
 	}
 	age, clock := recordAge(obj.Attrs, r)
-	return &listing{Key: key, State: string(r.State), Token: r.Token, Holder: r.Holder, WrittenAt: r.WrittenAt,
-		AgeMillis: age.Milliseconds(), AgeClock: clock}, true
-}
-
-func (c *cli) printJSON(v any) int {
-	b, err := json.Marshal(v)
-	if err == nil {
-		_, err = fmt.Fprintf(c.stdout, "%s\n", b)
+	row := &listing{Key: key, State: string(r.State), Token: r.Token, Holder: r.Holder, TTLMillis: r.TTLMillis,
+		WrittenAt: r.WrittenAt, AgeMillis: age.Milliseconds(), AgeClock: clock, ExpiresInMs: (r.TTL() - age).Milliseconds()}
+	if r.State == objlease.StateReleased {
+		row.ExpiresInMs = 0 // free
 	}
-	if err != nil {
-		c.log.Error("cannot write output", slog.Any("err", err))
-		return exitUnavailable
+	if r.State == objlease.StateHeld && clock == "store" && age > r.TTL()+store.Properties().TimestampGranularity+lapseMargin {
+		row.State = "expired"
 	}
-	return exitOK
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
+	return row, "", nil
 }
 
 const doctorDetail = `Checks that the store refuses the writes the lease protocol relies on it to
@@ -401,57 +459,85 @@ exclusive. It writes a scratch object under PREFIX-URL and removes it.
 
 Prints the verdict, every check that failed, the store's clock offset from
 this machine's (when the store reports its time) and the latency of each
-request. Exits 0 if the store is safe to use, 1 if it is not, 69 if it could
-not be checked.`
+request. With -o json: {"store","safe","failures","clock_known",
+"clock_offset_ms","latency_ms"}. Exits 0 if the store is safe to use, 1 if
+it is not, 69 if it could not be checked.`
 
-func (c *cli) cmdDoctor(args []string) int {
-	f := c.flags("doctor")
-	url, code := f.oneURL(c, args)
-	if code != proceed {
-		return code
-	}
-	ctx := context.Background()
-	store, prefix, code := c.open(ctx, url, false)
-	if code != proceed {
-		return code
-	}
-	defer store.Close()
-	r, err := objlease.Probe(ctx, store, prefix)
-	if err != nil && !errors.Is(err, objlease.ErrStoreUnsafe) {
-		return c.fail("store could not be checked", err)
-	}
-	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "store:\t%s\n", r.Store)
-	if len(r.Failures) == 0 {
-		fmt.Fprintf(w, "verdict:\tsafe: every conditional write that should fail was refused\n")
-	} else {
-		fmt.Fprintf(w, "verdict:\tUNSAFE: leases on this store would not be exclusive\n")
-		for _, fail := range r.Failures {
-			fmt.Fprintf(w, "failed:\t%s\n", fail)
-		}
-	}
-	if r.ClockKnown {
-		fmt.Fprintf(w, "clock:\tstore minus local %+v (estimated; --store-clock relies on the store's clocks agreeing with each other, not with this one)\n", r.ClockOffset.Round(time.Millisecond))
-	} else {
-		fmt.Fprintf(w, "clock:\tthe store reports no time; --store-clock has no effect on it\n")
-	}
-	ops := make([]string, 0, len(r.Latency))
-	for op := range r.Latency {
-		ops = append(ops, op)
-	}
-	slices.Sort(ops)
-	for _, op := range ops {
-		fmt.Fprintf(w, "latency:\t%s %v\n", op, roundAll(r.Latency[op]))
-	}
-	if err := w.Flush(); err != nil {
-		return c.fail("cannot write output", err)
-	}
-	if len(r.Failures) > 0 {
-		c.log.Error("store does not enforce conditional writes", slog.String("url", url), slog.Any("err", err))
-		return exitNo
-	}
-	return exitOK
+// diagnosis is doctor's JSON output.
+type diagnosis struct {
+	URL           string               `json:"url"`
+	Store         string               `json:"store"`
+	Safe          bool                 `json:"safe"`
+	Failures      []string             `json:"failures"`
+	ClockKnown    bool                 `json:"clock_known"`
+	ClockOffsetMs float64              `json:"clock_offset_ms"`
+	LatencyMs     map[string][]float64 `json:"latency_ms"`
 }
+
+func (c *cli) doctorCmd(fs *flagSet) action {
+	asJSON := addOutput(fs)
+	return func(ctx context.Context, pos []string) error {
+		url, err := fs.oneURL(pos)
+		if err != nil {
+			return err
+		}
+		store, prefix, err := c.open(ctx, url, false)
+		if err != nil {
+			return opErr("doctor", url, err)
+		}
+		defer store.Close()
+		r, err := objlease.Probe(ctx, store, prefix)
+		if err != nil && !errors.Is(err, objlease.ErrStoreUnsafe) {
+			return opErr("doctor", url, fmt.Errorf("store could not be checked: %w", err))
+		}
+		verdict := error(nil)
+		if len(r.Failures) > 0 {
+			verdict = opErr("doctor", url, fmt.Errorf("%w: leases on it would not be exclusive", errUnsafe))
+		}
+		if *asJSON {
+			d := diagnosis{URL: url, Store: r.Store, Safe: len(r.Failures) == 0, Failures: append([]string{}, r.Failures...),
+				ClockKnown: r.ClockKnown, ClockOffsetMs: msOf(r.ClockOffset), LatencyMs: map[string][]float64{}}
+			for op, ds := range r.Latency {
+				for _, l := range ds {
+					d.LatencyMs[op] = append(d.LatencyMs[op], msOf(l))
+				}
+			}
+			if err := c.printJSON(d); err != nil {
+				return err
+			}
+			return verdict
+		}
+		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(w, "store:\t%s\n", r.Store)
+		if len(r.Failures) == 0 {
+			fmt.Fprintf(w, "verdict:\tsafe: every conditional write that should fail was refused\n")
+		} else {
+			fmt.Fprintf(w, "verdict:\tUNSAFE: leases on this store would not be exclusive\n")
+			for _, fail := range r.Failures {
+				fmt.Fprintf(w, "failed:\t%s\n", fail)
+			}
+		}
+		if r.ClockKnown {
+			fmt.Fprintf(w, "clock:\tstore minus local %+v (estimated; --store-clock relies on the store's clocks agreeing with each other, not with this one)\n", r.ClockOffset.Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(w, "clock:\tthe store reports no time; --store-clock has no effect on it\n")
+		}
+		ops := make([]string, 0, len(r.Latency))
+		for op := range r.Latency {
+			ops = append(ops, op)
+		}
+		slices.Sort(ops)
+		for _, op := range ops {
+			fmt.Fprintf(w, "latency:\t%s %v\n", op, roundAll(r.Latency[op]))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		return verdict
+	}
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func roundAll(ds []time.Duration) []time.Duration {
 	out := make([]time.Duration, len(ds))

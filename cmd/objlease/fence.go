@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
@@ -38,154 +37,157 @@ commit nor overwrite what a newer one committed.
 "objlease run --commit PREFIX-URL" commits for you when the command succeeds
 (it finds the prefix in $OBJLEASE_COMMIT_URL). See docs/fencing.md.`
 
-// cmdPut is a fenced write of stdin.
-func (c *cli) cmdPut(args []string) int {
-	f := c.flags("put")
-	store, key, code := c.fencedTarget(f, args)
-	if code != proceed {
-		return code
-	}
-	defer store.Close()
-	data, err := io.ReadAll(os.Stdin)
-	if err != nil {
-		c.log.Error("reading standard input", slog.Any("err", err))
-		return exitUnavailable
-	}
-	res, err := fence.Put(context.Background(), store, key, f.token, data, fence.Options{UniquePayloads: f.uniquePayloads})
-	if err != nil {
-		return c.failFenced("fenced put refused", err)
-	}
-	c.log.Debug("written", slog.String("key", key), slog.String("version", res.Version))
-	return exitOK
-}
-
-// cmdRm is a fenced delete.
-func (c *cli) cmdRm(args []string) int {
-	f := c.flags("rm")
-	store, key, code := c.fencedTarget(f, args)
-	if code != proceed {
-		return code
-	}
-	defer store.Close()
-	if err := fence.Delete(context.Background(), store, key, f.token, fence.Options{UniquePayloads: f.uniquePayloads}); err != nil {
-		return c.failFenced("fenced delete refused", err)
-	}
-	return exitOK
-}
-
-func (c *cli) fencedTarget(f *flagSet, args []string) (providers.Store, string, int) {
-	url, code := f.oneURL(c, args)
-	if code != proceed {
-		return nil, "", code
-	}
-	if code := f.needToken(c); code != proceed {
-		return nil, "", code
-	}
-	return c.open(context.Background(), url, true)
-}
-
-// needToken insists on --token: a fenced write without one is meaningless.
-func (f *flagSet) needToken(c *cli) int {
-	if f.token == 0 {
-		c.log.Error(f.Name() + " needs --token N (the fencing token, e.g. $OBJLEASE_TOKEN)")
-		return exitUsage
-	}
-	return proceed
-}
-
-func (c *cli) failFenced(msg string, err error) int {
-	switch {
-	case errors.Is(err, fence.ErrStale):
-		c.log.Error(msg, slog.Any("err", err))
-		return exitStale
-	case errors.Is(err, fence.ErrVersionsRepeat):
-		c.log.Error(msg+"; pass --unique-payloads if no two writes carry identical bytes, or use objlease batch", slog.Any("err", err))
-		return exitUsage
-	}
-	return c.fail(msg, err)
-}
-
-// cmdBatch dispatches the batch subcommands.
-func (c *cli) cmdBatch(args []string) int {
-	if len(args) == 0 {
-		c.log.Error("batch needs a subcommand: put, commit or show; see objlease help batch")
-		return exitUsage
-	}
-	f := c.flags("batch")
-	pos, _, code := f.parse(c, args[1:], 0)
-	if code != proceed {
-		return code
-	}
-	if code := f.check(c); code != proceed {
-		return code
-	}
-	want := map[string]int{"put": 2, "commit": 1, "show": 1}
-	n, ok := want[args[0]]
-	if !ok || len(pos) != n {
-		c.log.Error(fmt.Sprintf("usage: objlease batch put --token N PREFIX-URL NAME | commit --token N PREFIX-URL | show PREFIX-URL (got %q)", args))
-		return exitUsage
-	}
-	if args[0] != "show" {
-		if code := f.needToken(c); code != proceed {
-			return code
+// addToken registers --token, required by every fenced write.
+func addToken(fs *flagSet) *uint64 {
+	token := new(uint64)
+	fs.Uint64Var(token, "token", 0, "fencing `token` of the writer (e.g. $OBJLEASE_TOKEN)")
+	fs.checks = append(fs.checks, func() error {
+		if *token == 0 {
+			return errors.New("needs --token N (the fencing token, e.g. $OBJLEASE_TOKEN)")
 		}
+		return nil
+	})
+	return token
+}
+
+func addUniquePayloads(fs *flagSet) *bool {
+	return fs.Bool("unique-payloads", false, "promise that no two writes to the object carry identical bytes (needed on S3)")
+}
+
+// fencedErr adds what to do about a refusal to err.
+func fencedErr(op, url string, err error) error {
+	if errors.Is(err, fence.ErrVersionsRepeat) {
+		err = fmt.Errorf("%w; pass --unique-payloads if no two writes carry identical bytes, or use objlease batch", err)
 	}
-	ctx := context.Background()
-	store, prefix, code := c.open(ctx, pos[0], false)
-	if code != proceed {
-		return code
-	}
-	defer store.Close()
-	switch args[0] {
-	case "put":
-		data, err := io.ReadAll(os.Stdin)
+	return opErr(op, url, err)
+}
+
+// putCmd is a fenced write of stdin.
+func (c *cli) putCmd(fs *flagSet) action {
+	token := addToken(fs)
+	unique := addUniquePayloads(fs)
+	return func(ctx context.Context, pos []string) error {
+		url, err := fs.oneURL(pos)
 		if err != nil {
-			c.log.Error("reading standard input", slog.Any("err", err))
-			return exitUnavailable
+			return err
 		}
-		if err := fence.NewBatch(store, prefix, f.token).Put(ctx, pos[1], data); err != nil {
-			if errors.Is(err, providers.ErrPrecondition) {
-				c.log.Error("batch put refused", slog.Any("err", err))
-				return exitStale
+		store, key, err := c.open(ctx, url, true)
+		if err != nil {
+			return opErr("put", url, err)
+		}
+		defer store.Close()
+		data, err := io.ReadAll(c.stdin)
+		if err != nil {
+			return opErr("put", url, fmt.Errorf("reading standard input: %w", err))
+		}
+		res, err := fence.Put(ctx, store, key, *token, data, fence.Options{UniquePayloads: *unique})
+		if err != nil {
+			return fencedErr("put", url, err)
+		}
+		c.log.Debug("written", slog.String("key", key), slog.String("version", res.Version))
+		return nil
+	}
+}
+
+// rmCmd is a fenced delete.
+func (c *cli) rmCmd(fs *flagSet) action {
+	token := addToken(fs)
+	unique := addUniquePayloads(fs)
+	return func(ctx context.Context, pos []string) error {
+		url, err := fs.oneURL(pos)
+		if err != nil {
+			return err
+		}
+		store, key, err := c.open(ctx, url, true)
+		if err != nil {
+			return opErr("rm", url, err)
+		}
+		defer store.Close()
+		return fencedErr("rm", url, fence.Delete(ctx, store, key, *token, fence.Options{UniquePayloads: *unique}))
+	}
+}
+
+// commitResult is what batch commit prints with -o json.
+type commitResult struct {
+	Prefix  string   `json:"prefix"`
+	Token   uint64   `json:"token"`
+	Objects int      `json:"objects"`
+	Names   []string `json:"names"`
+}
+
+// batchCmd runs the batch subcommands. Its flags are the union of theirs;
+// each subcommand checks the ones it needs.
+func (c *cli) batchCmd(fs *flagSet) action {
+	var token uint64
+	fs.Uint64Var(&token, "token", 0, "put, commit: fencing `token` of the writer (e.g. $OBJLEASE_TOKEN)")
+	merge := fs.Bool("merge", false, "commit: keep earlier committed objects this batch did not rewrite")
+	asJSON := addOutput(fs)
+	return func(ctx context.Context, pos []string) error {
+		want := map[string]int{"put": 3, "commit": 2, "show": 2}
+		if len(pos) == 0 || want[pos[0]] != len(pos) {
+			return usagef("usage: objlease batch put --token N PREFIX-URL NAME | commit --token N PREFIX-URL | show PREFIX-URL (got %q)", pos)
+		}
+		sub, url := pos[0], pos[1]
+		op := "batch " + sub
+		if sub != "show" && token == 0 {
+			return usagef("%s needs --token N (the fencing token, e.g. $OBJLEASE_TOKEN)", op)
+		}
+		store, prefix, err := c.open(ctx, url, false)
+		if err != nil {
+			return opErr(op, url, err)
+		}
+		defer store.Close()
+		switch sub {
+		case "put":
+			data, err := io.ReadAll(c.stdin)
+			if err != nil {
+				return opErr(op, url, fmt.Errorf("reading standard input: %w", err))
 			}
-			return c.fail("batch put failed", err)
+			err = fence.NewBatch(store, prefix, token).Put(ctx, pos[2], data)
+			if errors.Is(err, providers.ErrPrecondition) {
+				// Batch objects are write-once: a refusal is a fenced one.
+				err = fmt.Errorf("%w: %q was already written under token %d (batch objects are write-once): %w", fence.ErrStale, pos[2], token, err)
+			}
+			return opErr(op, url, err)
+		case "commit":
+			m, err := fence.CommitWritten(ctx, store, prefix, token, *merge)
+			if err != nil {
+				return fencedErr(op, url, err)
+			}
+			if *asJSON {
+				return c.printJSON(commitResult{Prefix: url, Token: m.Token, Objects: len(m.Objects), Names: m.Names()})
+			}
+			_, err = fmt.Fprintf(c.stdout, "committed %d objects with token %d\n", len(m.Objects), m.Token)
+			return err
 		}
-		return exitOK
-	case "commit":
-		m, err := fence.CommitWritten(ctx, store, prefix, f.token, f.merge)
+		m, err := fence.ReadCommitted(ctx, store, prefix)
 		if err != nil {
-			return c.failFenced("commit refused", err)
+			return opErr(op, url, fmt.Errorf("no committed set: %w", err))
 		}
-		fmt.Fprintf(c.stdout, "committed %d objects with token %d\n", len(m.Objects), m.Token)
-		return exitOK
+		if *asJSON {
+			return c.printJSON(m)
+		}
+		fmt.Fprintf(c.stdout, "token %d committed %s\n", m.Token, stamp(m.CommittedAt))
+		for _, n := range m.Names() {
+			fmt.Fprintf(c.stdout, "%s\t%d\t%s\n", n, m.Objects[n].Size, m.Objects[n].Key)
+		}
+		return nil
 	}
-	m, err := fence.ReadCommitted(ctx, store, prefix)
-	if err != nil {
-		return c.fail("no committed set", err)
-	}
-	if f.output == "json" {
-		return c.printJSON(m)
-	}
-	fmt.Fprintf(c.stdout, "token %d committed %s\n", m.Token, m.CommittedAt.Format("2006-01-02T15:04:05Z"))
-	for _, n := range m.Names() {
-		fmt.Fprintf(c.stdout, "%s\t%d\t%s\n", n, m.Objects[n].Size, m.Objects[n].Key)
-	}
-	return exitOK
 }
 
 // commitAfterRun commits the guarded prefix at rawURL for token, after the
 // command run by "run --commit" succeeded.
-func (c *cli) commitAfterRun(rawURL string, token uint64) int {
+func (c *cli) commitAfterRun(rawURL string, token uint64) error {
 	ctx := context.Background()
-	store, prefix, code := c.open(ctx, rawURL, false)
-	if code != proceed {
-		return code
+	store, prefix, err := c.open(ctx, rawURL, false)
+	if err != nil {
+		return opErr("commit", rawURL, err)
 	}
 	defer store.Close()
 	m, err := fence.CommitWritten(ctx, store, prefix, token, false)
 	if err != nil {
-		return c.failFenced("commit refused", err)
+		return fencedErr("commit", rawURL, err)
 	}
 	c.log.Info("committed", slog.Int("objects", len(m.Objects)), slog.Uint64("token", token))
-	return exitOK
+	return nil
 }

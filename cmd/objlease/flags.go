@@ -6,182 +6,177 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
 )
 
-// flagSet is a command's flags. Each command registers the ones it takes.
+// flagSet is one command's flags. Each command registers its own with the
+// helpers below.
 type flagSet struct {
 	*flag.FlagSet
-	verbose    bool
-	ttl        time.Duration
-	holder     string
-	drift      float64
-	storeClock bool
-	force      bool
-	timeout    waitFlag
-	grace      time.Duration
-	output     string
-	// Fencing.
-	token          uint64
-	uniquePayloads bool
-	merge          bool
-	commit         string
+	cmd     *command
+	verbose bool
+	// checks run after parsing, for values one flag cannot judge alone.
+	checks []func() error
 }
 
-// flagsOf lists the flags each command takes, besides -v.
-var flagsOf = map[string][]string{
-	"run":     {"ttl", "holder", "drift", "store-clock", "force", "timeout", "grace", "commit"},
-	"acquire": {"ttl", "holder", "drift", "store-clock", "force", "timeout"},
-	"release": {"holder"},
-	"inspect": {"o", "drift", "store-clock"},
-	"list":    {"o"},
-	"break":   {"force"},
-	"put":     {"token", "unique-payloads"},
-	"rm":      {"token", "unique-payloads"},
-	"batch":   {"token", "merge", "o"},
+func newFlagSet(cmd *command) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet(cmd.name, flag.ContinueOnError), cmd: cmd}
+	fs.SetOutput(io.Discard) // errors are returned, help printed on request
+	fs.BoolVar(&fs.verbose, "v", false, "log debug messages, and the whole cause of an error, to stderr")
+	return fs
 }
 
-// flags returns the flag set of command name; its Usage prints the
-// command's help to the flag set's output.
-func (c *cli) flags(name string) *flagSet {
-	f := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
-	f.SetOutput(io.Discard) // parse reports errors through the logger
-	f.BoolVar(&f.verbose, "v", false, "log debug messages to stderr")
-	for _, n := range flagsOf[name] {
-		switch n {
-		case "ttl":
-			f.ttl = objlease.DefaultTTL
-			f.Var((*ttlFlag)(&f.ttl), n, "how long the lease lasts after each write, as a `duration` with a unit, whole milliseconds from 100ms to 8784h; it is renewed every TTL/3 while held")
-		case "holder":
-			f.StringVar(&f.holder, n, "", "holder `identity` written in the record (default HOST/PID/RANDOM)")
-		case "drift":
-			f.Float64Var(&f.drift, n, objlease.DefaultDriftBound, "bound on the rate error of any participant's clock (0.01 = 1%)")
-		case "store-clock":
-			f.BoolVar(&f.storeClock, n, false, "trust the store's clock: take over at once a record the store says was written more than TTL + 1s (plus its timestamp resolution) ago, instead of watching it unchanged for TTL × (1 + drift)")
-		case "force":
-			f.BoolVar(&f.force, n, false, "overwrite an object at the key that is not an objlease record")
-		case "timeout":
-			f.Var(&f.timeout, n, "how long to wait for the lease, as a `duration` (default: indefinitely; 0: try once)")
-		case "grace":
-			f.DurationVar(&f.grace, n, 10*time.Second, "after the lease is lost, how long the command has between SIGTERM and SIGKILL")
-		case "o":
-			f.StringVar(&f.output, n, "text", "output `format`: text or json")
-		case "token":
-			f.Uint64Var(&f.token, n, 0, "fencing `token` of the writer (e.g. $OBJLEASE_TOKEN)")
-		case "unique-payloads":
-			f.BoolVar(&f.uniquePayloads, n, false, "promise that no two writes to the object carry identical bytes (needed on S3)")
-		case "merge":
-			f.BoolVar(&f.merge, n, false, "keep earlier committed objects this batch did not rewrite")
-		case "commit":
-			f.StringVar(&f.commit, n, "", "guarded `PREFIX-URL` to commit when the command exits 0: the command writes with \"objlease batch put --token $OBJLEASE_TOKEN $OBJLEASE_COMMIT_URL NAME\"")
-		}
-	}
-	for _, cmd := range commands {
-		if cmd.name == name {
-			f.Usage = func() {
-				w := f.Output()
-				fmt.Fprintf(w, "Usage: objlease %s %s\n\n%s\n", cmd.name, cmd.args, cmd.detail)
-				fmt.Fprintf(w, "\nFlags (-flag and --flag are the same; flags may follow the URL):\n")
-				f.PrintDefaults()
-				fmt.Fprintf(w, "\n%s", exitCodesHelp)
-			}
-		}
-	}
-	return f
+// printUsage prints the command's help: synopsis, detail, flags, exit codes.
+func (fs *flagSet) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: objlease %s %s\n\n%s\n", fs.cmd.name, fs.cmd.args, fs.cmd.detail)
+	fmt.Fprintf(w, "\nFlags (-flag and --flag are the same; flags may follow the URL):\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	fmt.Fprintf(w, "\n%s", exitCodesHelp())
 }
-
-// proceed is returned in place of an exit code when the command goes on.
-const proceed = -1
 
 // parse parses args, in which flags may come before or after positional
-// arguments, and returns the positional ones. With cmdAfter > 0 the
-// positional argument after the first cmdAfter ones, or anything after
-// "--", starts a command line, which is returned unparsed as cmd.
-func (f *flagSet) parse(c *cli, args []string, cmdAfter int) (pos, cmd []string, code int) {
+// arguments, and returns the positional ones. For a command with cmdAfter
+// > 0, the argument after the first cmdAfter positional ones, or anything
+// after "--", starts a command line, returned unparsed after a "--".
+func (fs *flagSet) parse(c *cli, args []string) ([]string, error) {
+	n := fs.cmd.cmdAfter
+	var pos []string
 	for {
-		if err := f.Parse(args); err != nil {
+		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				f.SetOutput(c.stdout)
-				f.Usage()
-				return nil, nil, exitOK
+				return nil, err
 			}
-			c.log.Error(fmt.Sprintf("%s: %v; see objlease help %s", f.Name(), err, f.Name()))
-			return nil, nil, exitUsage
+			return nil, usagef("%s: %v; see objlease help %s", fs.Name(), err, fs.Name())
 		}
-		consumed := args[:len(args)-f.NArg()]
-		args = f.Args()
+		consumed := args[:len(args)-fs.NArg()]
+		args = fs.Args()
 		if len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
-			if cmdAfter == 0 {
+			if n == 0 {
 				pos = append(pos, args...)
 				break
 			}
-			if len(pos) != cmdAfter {
-				c.log.Error(fmt.Sprintf("%s: the URL must come before --", f.Name()))
-				return nil, nil, exitUsage
+			if len(pos) != n {
+				return nil, usagef("%s: the URL must come before --", fs.Name())
 			}
-			cmd = args
+			pos = append(append(pos, "--"), args...)
 			break
 		}
 		if len(args) == 0 {
 			break
 		}
-		if cmdAfter > 0 && len(pos) == cmdAfter {
-			cmd = args
+		if n > 0 && len(pos) == n {
+			pos = append(append(pos, "--"), args...)
 			break
 		}
 		pos, args = append(pos, args[0]), args[1:]
 	}
-	if f.verbose {
-		c.level.Set(slog.LevelDebug)
+	if fs.verbose {
+		c.setVerbose()
 	}
-	return pos, cmd, proceed
+	for _, check := range fs.checks {
+		if err := check(); err != nil {
+			return nil, usagef("%s: %v", fs.Name(), err)
+		}
+	}
+	return pos, nil
 }
 
-// oneURL parses args that must hold exactly one URL.
-func (f *flagSet) oneURL(c *cli, args []string) (string, int) {
-	pos, _, code := f.parse(c, args, 0)
-	if code != proceed {
-		return "", code
-	}
+// oneURL returns the only positional argument, a URL.
+func (fs *flagSet) oneURL(pos []string) (string, error) {
 	if len(pos) != 1 {
-		c.log.Error(fmt.Sprintf("%s takes one URL, got %d arguments %q; see objlease help %s", f.Name(), len(pos), pos, f.Name()))
-		return "", exitUsage
+		return "", usagef("%s takes one URL, got %d arguments %q; see objlease help %s", fs.Name(), len(pos), pos, fs.Name())
 	}
-	return pos[0], f.check(c)
+	return pos[0], nil
 }
 
-// check validates flag values the library would silently replace.
-func (f *flagSet) check(c *cli) int {
-	bad := ""
-	switch {
-	case f.Lookup("ttl") != nil && f.ttl <= 0:
-		bad = fmt.Sprintf("--ttl %v must be positive", f.ttl)
-	case f.Lookup("drift") != nil && f.drift <= 0:
-		bad = fmt.Sprintf("--drift %v must be positive: every clock drifts", f.drift)
-	case f.Lookup("grace") != nil && f.grace < 0:
-		bad = fmt.Sprintf("--grace %v must not be negative", f.grace)
-	case f.Lookup("o") != nil && f.output != "text" && f.output != "json":
-		bad = fmt.Sprintf("-o %q: want text or json", f.output)
-	}
-	if bad != "" {
-		c.log.Error(f.Name() + ": " + bad)
-		return exitUsage
-	}
-	return proceed
+// leaseFlags are the flags that shape a lease client; each command
+// registers the ones it takes, and the others keep the library's defaults.
+type leaseFlags struct {
+	ttl        time.Duration
+	holder     string
+	drift      float64
+	storeClock bool
+	force      bool
+	poll       time.Duration
+}
+
+func (lf *leaseFlags) addTTL(fs *flagSet) {
+	lf.ttl = objlease.DefaultTTL
+	fs.Var(&durationFlag{d: &lf.ttl, min: objlease.MinTTL, max: objlease.MaxTTL}, "ttl",
+		"how long the lease lasts after each write, as a `duration` with a unit (30s, 5m), whole milliseconds from 100ms; renewed every TTL/3 while held (default 30s)")
+}
+
+func (lf *leaseFlags) addHolder(fs *flagSet) {
+	fs.StringVar(&lf.holder, "holder", "", "holder `identity` written in the record (default HOST/PID/RANDOM)")
+}
+
+func (lf *leaseFlags) addDrift(fs *flagSet) {
+	fs.Float64Var(&lf.drift, "drift", objlease.DefaultDriftBound, "bound on the rate error of any participant's clock (0.01 = 1%), in (0, 0.5)")
+	fs.checks = append(fs.checks, func() error {
+		if lf.drift <= 0 || lf.drift >= 0.5 {
+			return fmt.Errorf("--drift %v must be in (0, 0.5): every clock drifts, and by less than half", lf.drift)
+		}
+		return nil
+	})
+}
+
+func (lf *leaseFlags) addStoreClock(fs *flagSet) {
+	fs.BoolVar(&lf.storeClock, "store-clock", false, "trust the store's clock: take over at once a record the store says was written more than TTL + 1s (plus its timestamp resolution) ago, instead of watching it unchanged for TTL × (1 + drift)")
+}
+
+func (lf *leaseFlags) addForce(fs *flagSet, usage string) {
+	fs.BoolVar(&lf.force, "force", false, usage)
+}
+
+// addPoll registers --poll: how often a waiter reads the record.
+func (lf *leaseFlags) addPoll(fs *flagSet, def time.Duration, usage string) {
+	lf.poll = def
+	fs.Var(&durationFlag{d: &lf.poll, min: time.Millisecond, max: time.Hour}, "poll", usage)
 }
 
 // options are the lease options the flags give.
-func (f *flagSet) options(log *slog.Logger) objlease.Options {
-	o := objlease.Options{TTL: f.ttl, Holder: f.holder, DriftBound: f.drift, Force: f.force, Logger: log}
-	if f.storeClock {
+func (lf *leaseFlags) options(log *slog.Logger) objlease.Options {
+	o := objlease.Options{TTL: lf.ttl, Holder: lf.holder, DriftBound: lf.drift, Force: lf.force, Logger: log}
+	if lf.storeClock {
 		o.StoreClock = &objlease.StoreClockRule{}
+	}
+	if lf.poll > 0 && lf.ttl > 0 {
+		// Never slower than the renewals a holder makes.
+		o.PollInterval = min(lf.poll, lf.ttl/3)
 	}
 	return o
 }
 
-// waitFlag is --timeout: unset means wait indefinitely, 0 means try once.
+// addOutput registers -o: text or json.
+func addOutput(fs *flagSet) *bool {
+	var asJSON bool
+	fs.Func("o", "output `format`: text or json (default text)", func(s string) error {
+		switch s {
+		case "text":
+			asJSON = false
+		case "json":
+			asJSON = true
+		default:
+			return fmt.Errorf("want text or json")
+		}
+		return nil
+	})
+	return &asJSON
+}
+
+// addTimeout registers --timeout: unset waits indefinitely, 0 tries once.
+func addTimeout(fs *flagSet) *waitFlag {
+	w := new(waitFlag)
+	fs.Var(w, "timeout", "how long to wait for the lease, as a `duration` (default: indefinitely; 0: try once)")
+	return w
+}
+
+// waitFlag is --timeout.
 type waitFlag struct {
 	set bool
 	d   time.Duration
@@ -195,7 +190,7 @@ func (w *waitFlag) String() string {
 }
 
 func (w *waitFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
+	d, err := parseDuration(s)
 	if err != nil {
 		return err
 	}
@@ -206,16 +201,40 @@ func (w *waitFlag) Set(s string) error {
 	return nil
 }
 
-// ttlFlag is --ttl: a duration whose parse error says what is expected.
-type ttlFlag time.Duration
+// durationFlag is a duration within [min, max] that says, when it is
+// given without a unit, which units there are.
+type durationFlag struct {
+	d        *time.Duration
+	min, max time.Duration
+}
 
-func (t *ttlFlag) String() string { return time.Duration(*t).String() }
-
-func (t *ttlFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("%w: want a duration with a unit (30s, 500ms, 2m), from %v to %v", err, objlease.MinTTL, objlease.MaxTTL)
+func (f *durationFlag) String() string {
+	if f == nil || f.d == nil {
+		return ""
 	}
-	*t = ttlFlag(d)
+	return f.d.String()
+}
+
+func (f *durationFlag) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%w; want %v to %v", err, f.min, f.max)
+	}
+	if d < f.min || d > f.max {
+		return fmt.Errorf("%v is out of range: want %v to %v", d, f.min, f.max)
+	}
+	*f.d = d
 	return nil
+}
+
+// parseDuration is time.ParseDuration with an error that shows the units.
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err == nil {
+		return d, nil
+	}
+	if _, nerr := strconv.ParseFloat(s, 64); nerr == nil && s != "0" {
+		return 0, fmt.Errorf("a duration needs a unit: %ss, %sm or %sms (units: ms, s, m, h)", s, s, s)
+	}
+	return 0, fmt.Errorf("not a duration (want a number with a unit: 500ms, 30s, 5m, 1h)")
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -37,6 +39,7 @@ func TestScripts(t *testing.T) {
 			"exitcode": cmdExitcode,
 			"putobj":   cmdPutobj,
 			"jsonkeys": cmdJSONKeys,
+			"waitfor":  cmdWaitfor,
 		},
 	})
 }
@@ -99,6 +102,27 @@ func cmdJSONKeys(ts *testscript.TestScript, neg bool, args []string) {
 			if _, ok := obj[k]; !ok {
 				ts.Fatalf("stdout line %d has no key %q: %s", i+1, k, line)
 			}
+		}
+	}
+}
+
+// cmdWaitfor waits until a file (written by a background command) has a
+// line matching a regular expression, and fails after a minute:
+//
+//	waitfor file regexp
+func cmdWaitfor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitfor file regexp")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(ts.MkAbs(args[0]))
+		if re.Match(b) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s has no line matching %q after a minute:\n%s", args[0], args[1], b)
 		}
 	}
 }

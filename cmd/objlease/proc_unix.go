@@ -18,6 +18,7 @@ import (
 // it; the returned function takes it back once the command has exited.
 func startInGroup(cmd *exec.Cmd) (giveBack func()) {
 	attr := &syscall.SysProcAttr{Setpgid: true}
+	setDeathSignal(attr)
 	giveBack = func() {}
 	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil && fg == syscall.Getpgrp() {
 		attr.Foreground, attr.Ctty = true, 0 // Ctty is the child's fd 0, its stdin

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -36,83 +37,66 @@ If the lease is lost while COMMAND runs (a renewal was refused because the
 record changed, or no renewal succeeded in time), run sends SIGTERM to
 COMMAND's process group, SIGKILL after --grace, and exits 76 once COMMAND
 has exited. It also exits 76 if the release after COMMAND exited finds the
-lease already lost. A lost lease is why writes must carry the token.`
+lease already lost. A lost lease is why writes must carry the token.
 
-// forwarded are the signals run passes on to the command.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+If run itself dies without a chance to act (SIGKILL, a crash), COMMAND is
+killed with it on Linux; elsewhere it keeps running, unfenced, once the
+lease expires: stamp its writes with the token.`
 
-// interrupt is the cause of a wait for the lease ended by a signal.
-type interrupt struct{ sig os.Signal }
-
-func (i interrupt) Error() string { return "interrupted by " + i.sig.String() }
-
-// code is the shell's exit status for death by the signal.
-func (i interrupt) code() int {
-	if s, ok := i.sig.(syscall.Signal); ok {
-		return 128 + int(s)
+func (c *cli) runCmd(fs *flagSet) action {
+	var lf leaseFlags
+	timeout := addTakeFlags(fs, &lf)
+	grace := 10 * time.Second
+	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "after the lease is lost, how long the command has between SIGTERM and SIGKILL, as a `duration` (default 10s)")
+	commit := fs.String("commit", "", "guarded `PREFIX-URL` to commit when the command exits 0: the command writes with \"objlease batch put --token $OBJLEASE_TOKEN $OBJLEASE_COMMIT_URL NAME\"")
+	// Counting leases (--slots N) register their flag here.
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) < 3 || pos[1] != "--" {
+			return usagef("run needs a URL and a command: objlease run [flags] URL -- COMMAND [ARGS...]")
+		}
+		url, argv := pos[0], pos[2:]
+		cl, err := c.client(ctx, &lf, url)
+		if err != nil {
+			return opErr("run", url, err)
+		}
+		defer cl.Store().Close()
+		l, err := c.take(ctx, cl, timeout)
+		if err != nil {
+			return opErr("run", url, err)
+		}
+		if i, ok := interrupted(ctx); ok {
+			// The signal came as the lease was taken: it was meant for the wait.
+			c.release(l)
+			return opErr("run", url, i)
+		}
+		return c.runHolding(url, l, argv, grace, *commit)
 	}
-	return 128 + int(syscall.SIGINT)
 }
 
-func (c *cli) cmdRun(args []string) int {
-	f := c.flags("run")
-	pos, argv, code := f.parse(c, args, 1)
-	if code != proceed {
-		return code
-	}
-	if len(pos) != 1 || len(argv) == 0 {
-		c.log.Error("run needs a URL and a command: objlease run [flags] URL -- COMMAND [ARGS...]")
-		return exitUsage
-	}
-	if code := f.check(c); code != proceed {
-		return code
-	}
-	url := pos[0]
-
-	// Catch signals from the start: one that arrives while the lease is
-	// being taken ends the wait cleanly, and one that arrives later is
-	// passed on to the command.
-	sigc := make(chan os.Signal, 8)
-	signal.Notify(sigc, forwarded...)
-	defer signal.Stop(sigc)
-
-	cl, code := c.client(context.Background(), f, url)
-	if code != proceed {
-		return code
-	}
-	defer cl.Store().Close()
-	l, code := c.takeInterruptibly(cl, f.timeout, sigc)
-	if l == nil {
-		return code
-	}
-
+// runHolding runs argv while l is held, and returns its exit status.
+func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.stdout, c.stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	cmd.Env = append(os.Environ(),
 		"OBJLEASE_TOKEN="+strconv.FormatUint(l.Token(), 10),
 		"OBJLEASE_HOLDER="+l.Holder(),
 		"OBJLEASE_URL="+url)
-	if f.commit != "" {
-		cmd.Env = append(cmd.Env, "OBJLEASE_COMMIT_URL="+f.commit)
+	if commit != "" {
+		cmd.Env = append(cmd.Env, "OBJLEASE_COMMIT_URL="+commit)
 	}
 	giveBackTerminal := startInGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	exited, err := spawn(cmd)
+	if err != nil {
 		giveBackTerminal() // the child may have taken it before exec failed
-		code := 126
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			code = 127
-		}
-		c.log.Error("cannot start command", slog.String("command", argv[0]), slog.Any("err", err))
 		c.release(l)
-		return code
+		sentinel := errCannotStart
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			sentinel = errNotFound
+		}
+		return fmt.Errorf("run %s: cannot start %s: %w (%w)", url, argv[0], sentinel, err)
 	}
 	c.log.Debug("command started", slog.Int("pid", cmd.Process.Pid), slog.Uint64("token", l.Token()))
 
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // the status is read from cmd.ProcessState
-		close(exited)
-	}()
 	lost := l.Done() // nothing releases the lease before the command exits
 	var kill <-chan time.Time
 	for {
@@ -120,64 +104,65 @@ func (c *cli) cmdRun(args []string) int {
 		case <-exited:
 			giveBackTerminal()
 			if lost == nil {
-				c.log.Error("lease was lost; command stopped", slog.String("status", cmd.ProcessState.String()))
-				return exitLost
+				return fmt.Errorf("run %s: command stopped (%s): %w", url, cmd.ProcessState, objlease.ErrLeaseLost)
 			}
-			status := exitStatus(cmd.ProcessState)
-			if f.commit != "" && status == 0 {
+			status := exitStatusOf(cmd.ProcessState)
+			if commit != "" && status == 0 {
 				// The commit is fenced by the store, not by still holding the
 				// lease; it is refused if a newer token has committed.
-				if code := c.commitAfterRun(f.commit, l.Token()); code != exitOK {
+				if err := c.commitAfterRun(commit, l.Token()); err != nil {
 					c.release(l)
-					return code
+					return err
 				}
 			}
 			if err := c.release(l); errors.Is(err, objlease.ErrLeaseLost) {
-				c.log.Error("lease was lost before the command exited", slog.String("status", cmd.ProcessState.String()))
-				return exitLost
+				return fmt.Errorf("run %s: the lease was lost before the command exited (%s): %w", url, cmd.ProcessState, err)
 			}
-			return status
-		case s := <-sigc:
+			if status != 0 {
+				return exitStatus(status)
+			}
+			return nil
+		case s := <-c.signals:
 			c.log.Debug("passing signal on to the command", slog.String("signal", s.String()))
 			c.signal(cmd, s)
 		case <-lost:
 			lost = nil
-			c.log.Error("lease lost; sending SIGTERM to the command", slog.Duration("grace", f.grace))
+			c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", reason(l.Err(), url), grace))
 			c.signal(cmd, syscall.SIGTERM)
-			t := time.NewTimer(f.grace)
+			t := time.NewTimer(grace)
 			defer t.Stop()
 			kill = t.C
 		case <-kill:
 			kill = nil
-			c.log.Error("command still running after --grace; sending SIGKILL", slog.Duration("grace", f.grace))
+			c.log.Error(fmt.Sprintf("command still running after --grace %v; sending SIGKILL", grace))
 			c.signal(cmd, syscall.SIGKILL)
 		}
 	}
 }
 
-// takeInterruptibly is take, ended early by a signal on sigc.
-func (c *cli) takeInterruptibly(cl *objlease.Client, timeout waitFlag, sigc <-chan os.Signal) (*objlease.Lease, int) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	stop, done := make(chan struct{}), make(chan struct{})
+// spawn starts cmd and waits for it on one goroutine locked to its OS
+// thread, and returns a channel closed once it has exited. On Linux the
+// command gets SIGKILL when the thread that forked it exits (Pdeathsig):
+// locked, that thread is not one the runtime may retire while the command
+// runs, so it lives until the command has exited, or dies with this process.
+func spawn(cmd *exec.Cmd) (<-chan struct{}, error) {
+	started := make(chan error, 1)
+	exited := make(chan struct{})
 	go func() {
-		defer close(done)
-		select {
-		case s := <-sigc:
-			cancel(interrupt{s})
-		case <-stop:
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
 		}
+		started <- nil
+		_ = cmd.Wait() // the status is read from cmd.ProcessState
+		close(exited)
 	}()
-	l, code := c.take(ctx, cl, timeout)
-	close(stop)
-	<-done
-	if i := (interrupt{}); l != nil && errors.As(context.Cause(ctx), &i) {
-		// The signal came as the lease was taken: it was meant for the wait.
-		c.log.Warn("interrupted while acquiring the lease", slog.String("signal", i.sig.String()))
-		c.release(l)
-		return nil, i.code()
+	if err := <-started; err != nil {
+		return nil, err
 	}
-	return l, code
+	return exited, nil
 }
 
 // release releases l, giving the store up to the lease's TTL: past that
@@ -199,8 +184,8 @@ func (c *cli) signal(cmd *exec.Cmd, sig os.Signal) {
 	}
 }
 
-// exitStatus is the shell's view of how a process ended.
-func exitStatus(ps *os.ProcessState) int {
+// exitStatusOf is the shell's view of how a process ended.
+func exitStatusOf(ps *os.ProcessState) int {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}

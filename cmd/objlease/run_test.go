@@ -73,7 +73,7 @@ func readLine(t *testing.T, r *bufio.Reader, stderr *lockedBuffer) string {
 	return strings.TrimSuffix(line, "\n")
 }
 
-func exitCodeOf(t *testing.T, cmd *exec.Cmd) int {
+func waitExit(t *testing.T, cmd *exec.Cmd) int {
 	t.Helper()
 	err := cmd.Wait()
 	var ee *exec.ExitError
@@ -103,7 +103,7 @@ func TestRunKillsAfterGrace(t *testing.T) {
 	if b, err := exec.Command(objleaseBin(t), "break", "--force", url).CombinedOutput(); err != nil {
 		t.Fatalf("break: %v\n%s", err, b)
 	}
-	if code := exitCodeOf(t, cmd); code != exitLost {
+	if code := waitExit(t, cmd); code != exitLost {
 		t.Fatalf("run exited %d, want %d; stderr:\n%s", code, exitLost, stderr)
 	}
 	log := stderr.String()
@@ -112,7 +112,7 @@ func TestRunKillsAfterGrace(t *testing.T) {
 	if term < 0 || kill < term {
 		t.Errorf("stderr does not show SIGTERM then SIGKILL:\n%s", log)
 	}
-	if !strings.Contains(log, `status="signal: killed"`) {
+	if !strings.Contains(log, "command stopped (signal: killed)") {
 		t.Errorf("stderr does not show the command killed by SIGKILL:\n%s", log)
 	}
 	// run reaped the command, so its pid names no process, not even a zombie.
@@ -147,7 +147,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			if got := readLine(t, out, stderr); got != tc.said {
 				t.Errorf("command said %q, want %q", got, tc.said)
 			}
-			if code := exitCodeOf(t, cmd); code != tc.code {
+			if code := waitExit(t, cmd); code != tc.code {
 				t.Fatalf("run exited %d, want %d; stderr:\n%s", code, tc.code, stderr)
 			}
 			b, err := exec.Command(objleaseBin(t), "inspect", "-o", "json", url).Output()

@@ -1,19 +1,22 @@
-package main
+// Package bench measures leases on a real store: latency next to a raw
+// conditional PUT, requests and cost per lease-hour, contention, failover
+// after a holder process is killed, and advice on TTL and renew interval.
+// The objlease command's bench subcommand is a thin wrapper around Flags.
+package bench
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -21,7 +24,8 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-const benchDetail = `Measures leases on the store PREFIX-URL names, in the spirit of "etcdctl check
+// Detail is the bench command's help text.
+const Detail = `Measures leases on the store PREFIX-URL names, in the spirit of "etcdctl check
 perf": progress on stderr while it runs, a summary table on stdout at the end.
 
 Everything it writes goes under a scratch prefix of its own,
@@ -50,8 +54,8 @@ Sections, in the order they run (--only picks some, comma-separated):
 missed is marked in the table), 1 if two holders ever held the lease at once,
 64 on a usage error or a prefix holding leases, 69 if the store failed.`
 
-// benchSections are the bench's parts, in the order they run.
-var benchSections = []string{"latency", "cost", "contention", "failover", "advice"}
+// Sections are the bench's parts, in the order they run.
+var Sections = []string{"latency", "cost", "contention", "failover", "advice"}
 
 // maxScan bounds how many objects under the prefix are read to look for
 // lease records before the bench starts.
@@ -59,7 +63,8 @@ const maxScan = 1000
 
 // bench is one run of the bench command.
 type bench struct {
-	c       *cli
+	env     Env
+	log     *slog.Logger
 	url     string
 	store   providers.Store // as opened
 	cs      *countingStore  // the same store, counted
@@ -97,59 +102,72 @@ type benchReport struct {
 	Advice     *adviceReport      `json:"advice,omitempty"`
 }
 
-func (c *cli) cmdBench(args []string) int {
-	if len(args) > 0 && args[0] == holderArg {
-		return c.benchHolder(args[1:])
-	}
-	b := &bench{c: c}
-	f := c.flags("bench")
-	var only, contenders string
-	f.StringVar(&f.output, "o", "text", "output `format`: text or json")
-	f.BoolVar(&f.force, "force", false, "run even if the prefix already holds lease records (bench still writes only under its scratch prefix)")
-	f.StringVar(&only, "only", strings.Join(benchSections, ","), "comma-separated `sections` to run")
-	f.IntVar(&b.samples, "samples", 200, "latency samples per operation")
-	f.DurationVar(&f.ttl, "ttl", 2*time.Second, "lease TTL for contention, failover and cost; unset, 2s or 3 × the store's minimum write interval if longer (GCS: 3s)")
-	f.DurationVar(&b.poll, "poll", 0, "how often a waiting contender polls (default TTL/3, the renew interval)")
-	f.Float64Var(&f.drift, "drift", objlease.DefaultDriftBound, "bound on the rate error of any participant's clock (0.01 = 1%)")
-	f.StringVar(&contenders, "contenders", "1,10,100", "comma-separated contender `counts` for the contention section")
-	f.DurationVar(&b.duration, "duration", 10*time.Second, "how long each contention run lasts")
-	f.IntVar(&b.trials, "trials", 30, "failover trials per expiry rule")
-	f.Float64Var(&b.priceW, "price-per-1000-writes", 0.005, "price in dollars of 1,000 writes (S3 Standard PUT, us-east-1)")
-	f.Float64Var(&b.priceR, "price-per-1000-reads", 0.0004, "price in dollars of 1,000 reads (S3 Standard GET, us-east-1)")
-	url, code := f.oneURL(c, args)
-	if code != proceed {
-		return code
-	}
-	b.url, b.drift = url, f.drift
-	ttlSet := false
-	f.Visit(func(fl *flag.Flag) { ttlSet = ttlSet || fl.Name == "ttl" })
-	if code := b.parse(only, contenders); code != proceed {
-		return code
-	}
+// Env is what the bench needs from the program that calls it.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Log            *slog.Logger
+	// Open opens the store a URL names and returns its key prefix.
+	Open func(ctx context.Context, rawURL string) (providers.Store, string, error)
+	// Holder is the command line (program first), without flags and URL,
+	// that starts a process running Holder; the failover section kills it.
+	Holder []string
+}
 
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	sigc := make(chan os.Signal, 1)
-	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigc)
-	go func() {
-		if s, ok := <-sigc; ok {
-			cancel(interrupt{s})
+// Errors Run returns besides the store's.
+var (
+	// ErrUsage: a flag or the prefix is not acceptable.
+	ErrUsage = errors.New("bench usage")
+	// ErrViolation: two holders held a lease at once.
+	ErrViolation = errors.New("exclusivity violated")
+)
+
+func usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
+
+// Flags registers bench's flags on fs and returns the function that runs
+// the bench with them once fs is parsed.
+func Flags(fs *flag.FlagSet) func(ctx context.Context, env Env, url string) error {
+	b := &bench{}
+	var only, contenders, output string
+	var force bool
+	fs.StringVar(&output, "o", "text", "output `format`: text or json")
+	fs.BoolVar(&force, "force", false, "run even if the prefix already holds lease records (bench still writes only under its scratch prefix)")
+	fs.StringVar(&only, "only", strings.Join(Sections, ","), "comma-separated `sections` to run")
+	fs.IntVar(&b.samples, "samples", 200, "latency samples per operation")
+	fs.DurationVar(&b.ttl, "ttl", 2*time.Second, "lease TTL for contention, failover and cost; unset, 2s or 3 × the store's minimum write interval if longer (GCS: 3s)")
+	fs.DurationVar(&b.poll, "poll", 0, "how often a waiting contender polls (default TTL/3, the renew interval)")
+	fs.Float64Var(&b.drift, "drift", objlease.DefaultDriftBound, "bound on the rate error of any participant's clock (0.01 = 1%)")
+	fs.StringVar(&contenders, "contenders", "1,10,100", "comma-separated contender `counts` for the contention section")
+	fs.DurationVar(&b.duration, "duration", 10*time.Second, "how long each contention run lasts")
+	fs.IntVar(&b.trials, "trials", 30, "failover trials per expiry rule")
+	fs.Float64Var(&b.priceW, "price-per-1000-writes", 0.005, "price in dollars of 1,000 writes (S3 Standard PUT, us-east-1)")
+	fs.Float64Var(&b.priceR, "price-per-1000-reads", 0.0004, "price in dollars of 1,000 reads (S3 Standard GET, us-east-1)")
+	return func(ctx context.Context, env Env, url string) error {
+		if output != "text" && output != "json" {
+			return usagef("-o %q: want text or json", output)
 		}
-	}()
+		ttlSet := false
+		fs.Visit(func(fl *flag.Flag) { ttlSet = ttlSet || fl.Name == "ttl" })
+		b.env, b.log, b.url = env, env.Log, url
+		return b.main(ctx, only, contenders, output == "json", force, ttlSet)
+	}
+}
 
-	store, prefix, code := c.open(ctx, url, false)
-	if code != proceed {
-		return code
+func (b *bench) main(ctx context.Context, only, contenders string, asJSON, force, ttlSet bool) error {
+	if err := b.parse(only, contenders); err != nil {
+		return err
+	}
+	store, prefix, err := b.env.Open(ctx, b.url)
+	if err != nil {
+		return err
 	}
 	defer store.Close()
 	b.store, b.prefix, b.props = store, prefix, store.Properties()
 	if b.only["failover"] && b.props.Name == "mem" {
-		c.log.Error("bench: the failover section needs a store other processes can reach, and mem:// lives in this process; use --only without failover")
-		return exitUsage
+		return usagef("the failover section needs a store other processes can reach, and mem:// lives in this process; use --only without failover")
 	}
 	b.cs = &countingStore{Store: store}
-	b.ttl = f.ttl
 	if !ttlSet {
 		b.ttl = max(b.ttl, 3*b.props.MinWriteInterval)
 	}
@@ -159,55 +177,53 @@ func (c *cli) cmdBench(args []string) int {
 	}
 	// New validates the timings against each other and the store.
 	if _, err := objlease.New(store, "objlease-bench", b.options("check")); err != nil {
-		return c.fail(fmt.Sprintf("bench: --ttl %v and --poll %v do not suit store %s", b.ttl, b.poll, b.props.Name), err)
+		return fmt.Errorf("--ttl %v and --poll %v do not suit store %s: %w", b.ttl, b.poll, b.props.Name, err)
 	}
-	if !f.force {
-		if code := b.refuseLeases(ctx); code != proceed {
-			return code
+	if !force {
+		if err := b.refuseLeases(ctx); err != nil {
+			return err
 		}
 	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:]) // never fails
 	b.scratch = prefix + "objlease-bench-" + hex.EncodeToString(rnd[:]) + "/"
-	b.prog = newProgress(c.stderr)
+	b.prog = newProgress(b.env.Stderr)
 
 	rep, err := b.run(ctx)
 	b.prog.clear()
 	if cerr := b.cleanup(); cerr != nil {
-		c.log.Error("bench: scratch objects left behind", slog.Any("err", cerr))
+		b.log.Error("bench: scratch objects left behind", slog.Any("err", cerr))
 		if err == nil {
 			err = cerr
 		}
 	}
-	if i := (interrupt{}); errors.As(context.Cause(ctx), &i) {
-		c.log.Warn("bench interrupted", slog.String("signal", i.sig.String()))
-		return i.code()
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	if err != nil {
-		return c.fail("bench failed", err)
+		return err
 	}
-	if f.output == "json" {
-		code = c.printJSON(rep)
+	if asJSON {
+		err = json.NewEncoder(b.env.Stdout).Encode(rep)
 	} else {
-		code = b.printText(rep)
+		err = b.printText(rep)
 	}
-	if code == exitOK && rep.violations() > 0 {
-		c.log.Error(fmt.Sprintf("bench: EXCLUSIVITY VIOLATED: two holders held the lease at once %d times", rep.violations()))
-		return exitNo
+	if err != nil {
+		return err
 	}
-	return code
+	if n := rep.violations(); n > 0 {
+		return fmt.Errorf("%w: two holders held the lease at once %d times", ErrViolation, n)
+	}
+	return nil
 }
 
 // parse checks the flag values bench takes beyond the common ones.
-func (b *bench) parse(only, contenders string) int {
-	bad := func(format string, args ...any) int {
-		b.c.log.Error("bench: " + fmt.Sprintf(format, args...))
-		return exitUsage
-	}
+func (b *bench) parse(only, contenders string) error {
+	bad := usagef
 	b.only = map[string]bool{}
 	for s := range strings.SplitSeq(only, ",") {
-		if s = strings.TrimSpace(s); !slices.Contains(benchSections, s) {
-			return bad("--only: unknown section %q (want some of %s)", s, strings.Join(benchSections, ", "))
+		if s = strings.TrimSpace(s); !slices.Contains(Sections, s) {
+			return bad("--only: unknown section %q (want some of %s)", s, strings.Join(Sections, ", "))
 		}
 		b.only[s] = true
 	}
@@ -230,13 +246,13 @@ func (b *bench) parse(only, contenders string) int {
 	case b.priceW < 0 || b.priceR < 0:
 		return bad("prices must not be negative")
 	}
-	return proceed
+	return nil
 }
 
 // options are the lease options of a bench client named who.
 func (b *bench) options(who string) objlease.Options {
 	return objlease.Options{TTL: b.ttl, RenewInterval: b.renew, PollInterval: b.poll, DriftBound: b.drift,
-		Holder: "objlease-bench/" + who, Logger: b.c.log}
+		Holder: "objlease-bench/" + who, Logger: b.log}
 }
 
 // key is a key in the scratch prefix.
@@ -295,32 +311,30 @@ func (r *benchReport) violations() int {
 
 // refuseLeases refuses to run under a prefix that holds lease records: a
 // bench next to live leases is one typo away from touching them.
-func (b *bench) refuseLeases(ctx context.Context) int {
+func (b *bench) refuseLeases(ctx context.Context) error {
 	scanned := 0
 	for page := ""; ; {
 		p, err := b.store.List(ctx, b.prefix, page, 1000)
 		if err != nil {
-			return b.c.fail("bench: cannot list the prefix", err)
+			return fmt.Errorf("cannot list the prefix: %w", err)
 		}
 		for _, a := range p.Objects {
 			if scanned++; scanned > maxScan {
-				b.c.log.Error(fmt.Sprintf("bench: prefix %q holds more than %d objects; not all can be checked for lease records. Point bench at an empty prefix, or pass --force", b.prefix, maxScan))
-				return exitUsage
+				return usagef("prefix %q holds more than %d objects; not all can be checked for lease records. Point bench at an empty prefix, or pass --force", b.prefix, maxScan)
 			}
 			obj, err := b.store.Get(ctx, a.Key, objlease.MaxRecordSize)
 			if errors.Is(err, providers.ErrNotFound) || errors.Is(err, providers.ErrTooLarge) {
 				continue
 			}
 			if err != nil {
-				return b.c.fail("bench: cannot read an object under the prefix", err)
+				return fmt.Errorf("cannot read an object under the prefix: %w", err)
 			}
 			if _, err := objlease.DecodeRecord(a.Key, obj.Data); err == nil {
-				b.c.log.Error(fmt.Sprintf("bench: prefix %q holds lease records (%s); bench writes only under a scratch prefix of its own, but refuses to run next to leases without --force", b.prefix, a.Key))
-				return exitUsage
+				return usagef("prefix %q holds lease records (%s); bench writes only under a scratch prefix of its own, but refuses to run next to leases without --force", b.prefix, a.Key)
 			}
 		}
 		if page = p.NextToken; page == "" {
-			return proceed
+			return nil
 		}
 	}
 }
@@ -362,8 +376,8 @@ func (b *bench) cleanup() error {
 	return fmt.Errorf("%d objects still under scratch prefix %q, e.g. %q", len(left), b.scratch, left[0])
 }
 
-func (b *bench) printText(r *benchReport) int {
-	w := tabwriter.NewWriter(b.c.stdout, 0, 4, 2, ' ', 0)
+func (b *bench) printText(r *benchReport) error {
+	w := tabwriter.NewWriter(b.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "store %s, scratch prefix %s, TTL %v, renew every %v, poll every %v, drift bound %g%%\n",
 		r.Store, r.Scratch, b.ttl, b.renew.Round(time.Millisecond), b.poll.Round(time.Millisecond), 100*r.Drift)
 	if r.Latency != nil {
@@ -381,10 +395,7 @@ func (b *bench) printText(r *benchReport) int {
 	if r.Advice != nil {
 		printAdvice(w, r.Advice)
 	}
-	if err := w.Flush(); err != nil {
-		return b.c.fail("cannot write output", err)
-	}
-	return exitOK
+	return w.Flush()
 }
 
 // goal renders whether a goal was met.

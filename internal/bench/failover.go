@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -11,17 +11,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
-	"github.com/objlease/objlease/providers"
 )
-
-// holderArg, as bench's first argument, runs the helper process that the
-// failover section starts and kills: objlease bench _holder [flags] URL.
-// It is not part of the command line users are shown.
-const holderArg = "_holder"
 
 // Expiry rules, as the failover section names them.
 const (
@@ -38,14 +33,15 @@ type holderReport struct {
 	AcquireMs float64 `json:"acquire_ms"`
 }
 
-// benchHolder is the helper process: it takes the lease at --key under
-// URL, prints a holderReport, then holds the lease, renewing it, until its
-// stdin closes (or, with --release, releases it at once).
-func (c *cli) benchHolder(args []string) int {
-	fs := flag.NewFlagSet("bench "+holderArg, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
+// Holder is the helper process the failover section starts: it takes the
+// lease at --key under the URL, prints a holderReport, then holds the
+// lease, renewing it, until its stdin closes (or, with --release, releases
+// it at once).
+func Holder(ctx context.Context, env Env, args []string) error {
+	fs := flag.NewFlagSet("bench holder", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
 	key := fs.String("key", "", "lease key")
-	o := objlease.Options{Logger: c.log, Holder: fmt.Sprintf("objlease-bench/holder-%d", os.Getpid())}
+	o := objlease.Options{Logger: env.Log, Holder: fmt.Sprintf("objlease-bench/holder-%d", os.Getpid())}
 	fs.DurationVar(&o.TTL, "ttl", 0, "")
 	fs.DurationVar(&o.RenewInterval, "renew", 0, "")
 	fs.DurationVar(&o.PollInterval, "poll", 0, "")
@@ -54,32 +50,31 @@ func (c *cli) benchHolder(args []string) int {
 	release := fs.Bool("release", false, "")
 	timeout := fs.Duration("timeout", time.Minute, "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 || *key == "" {
-		c.log.Error(fmt.Sprintf("bench %s: want [flags] --key KEY URL, got %q", holderArg, args))
-		return exitUsage
+		return usagef("holder: want [flags] --key KEY URL, got %q", args)
 	}
 	if *storeClock {
 		o.StoreClock = &objlease.StoreClockRule{}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	store, _, err := providers.Open(ctx, fs.Arg(0))
+	store, _, err := env.Open(ctx, fs.Arg(0))
 	if err != nil {
-		return c.fail("cannot open store", err)
+		return err
 	}
 	defer store.Close()
 	cs := &countingStore{Store: store}
 	cl, err := objlease.New(cs, *key, o)
 	if err != nil {
-		return c.fail("bad options", err)
+		return err
 	}
 	start := time.Now()
 	l, err := cl.Acquire(ctx)
 	if err != nil {
-		return c.fail("lease not acquired", err)
+		return err
 	}
 	n := cs.counts()
-	if code := c.printJSON(holderReport{Token: l.Token(), Reads: n.reads(), Writes: n.writes(), AcquireMs: ms(time.Since(start))}); code != exitOK {
-		return code
+	if err := json.NewEncoder(env.Stdout).Encode(holderReport{Token: l.Token(), Reads: n.reads(), Writes: n.writes(), AcquireMs: ms(time.Since(start))}); err != nil {
+		return err
 	}
 	if !*release {
 		eof := make(chan struct{})
@@ -92,15 +87,12 @@ func (c *cli) benchHolder(args []string) int {
 		case <-l.Done():
 			// Lost while holding (its renewals failed): the bench must not
 			// count a takeover after this as two holders at once.
-			fmt.Fprintln(c.stdout, "lost")
+			fmt.Fprintln(env.Stdout, "lost")
 		}
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), o.TTL)
 	defer rcancel()
-	if err := l.Release(rctx); err != nil {
-		return c.fail("lease not released", err)
-	}
-	return exitOK
+	return l.Release(rctx)
 }
 
 // holderProc is a running helper process.
@@ -118,16 +110,17 @@ type holderLine struct {
 
 // startHolder starts a helper process that takes the lease at key.
 func (b *bench) startHolder(key string, flags ...string) (*holderProc, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("cannot find the objlease binary to start a holder process: %w", err)
+	if len(b.env.Holder) == 0 {
+		return nil, errors.New("no holder command to start")
 	}
-	args := append([]string{"bench", holderArg, "--key", key, "--ttl", b.ttl.String(), "--renew", b.renew.String(),
+	exe := b.env.Holder[0]
+	args := append(append(slices.Clone(b.env.Holder[1:]), "--key", key, "--ttl", b.ttl.String(), "--renew", b.renew.String(),
 		"--poll", b.poll.String(), "--drift", strconv.FormatFloat(b.drift, 'g', -1, 64),
-		"--timeout", (10*b.ttl + time.Minute).String()}, flags...)
+		"--timeout", (10*b.ttl+time.Minute).String()), flags...)
 	cmd := exec.Command(exe, append(args, b.url)...)
-	cmd.Stderr = b.c.stderr
+	cmd.Stderr = b.env.Stderr
 	p := &holderProc{cmd: cmd, line: make(chan holderLine, 1), lost: make(chan struct{})}
+	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
 	}
@@ -278,10 +271,10 @@ func (b *bench) failoverTrials(ctx context.Context, rule string) (*failoverRule,
 			if a.err == nil {
 				select {
 				case <-h.lost:
-					b.c.log.Warn(fmt.Sprintf("bench: the holder process lost its lease on %q before it was killed (its renewals failed)", key))
+					b.log.Warn(fmt.Sprintf("bench: the holder process lost its lease on %q before it was killed (its renewals failed)", key))
 				case <-time.After(time.Second): // time to say so
 					fr.Early++
-					b.c.log.Error(fmt.Sprintf("bench: EXCLUSIVITY VIOLATED: the contender acquired %q while the holder process held it", key))
+					b.log.Error(fmt.Sprintf("bench: EXCLUSIVITY VIOLATED: the contender acquired %q while the holder process held it", key))
 				}
 			}
 			h.kill()
@@ -299,7 +292,7 @@ func (b *bench) failoverTrials(ctx context.Context, rule string) (*failoverRule,
 		}
 		if a.l.Token() <= hr.Token {
 			fr.Early++
-			b.c.log.Error(fmt.Sprintf("bench: token went back at %q: contender %d after holder %d", key, a.l.Token(), hr.Token))
+			b.log.Error(fmt.Sprintf("bench: token went back at %q: contender %d after holder %d", key, a.l.Token(), hr.Token))
 		}
 		if err := a.l.Release(ctx); err != nil && !errors.Is(err, objlease.ErrLeaseLost) {
 			return nil, err
@@ -385,7 +378,7 @@ func (b *bench) freshTakeovers(ctx context.Context) ([]freshReport, error) {
 		}
 		if err := h.finish(); err != nil {
 			// It held the lease, which is what was measured; it says why.
-			b.c.log.Warn("bench: fresh holder process failed after taking the lease", "key", b.key(fmt.Sprintf("fresh-%d", i)), "err", err)
+			b.log.Warn("bench: fresh holder process failed after taking the lease", "key", b.key(fmt.Sprintf("fresh-%d", i)), "err", err)
 		}
 		fr.Trials++
 		trips := hr.Reads + hr.Writes

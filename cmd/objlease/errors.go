@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/objlease/objlease/internal/bench"
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/fence"
+	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/s3"
+)
+
+// Errors of the command's own, each mapped to an exit code below.
+var (
+	errUsage       = errors.New("usage error")
+	errNoLease     = errors.New("no lease at the key")
+	errNotAcquired = errors.New("lease not acquired")
+	errUnsafe      = errors.New("store does not enforce conditional writes")
+	errCannotStart = errors.New("command could not be started")
+	errNotFound    = errors.New("command not found")
+)
+
+// Exit codes that tests and callers name.
+const (
+	exitUsage = 64
+	exitLost  = 76
+)
+
+// exitCodes is the one mapping from errors to exit codes; docs/cli.md has
+// the same table (a test keeps them in step) and help prints it. The first
+// row whose error matches wins; an error no row matches exits 69.
+var exitCodes = []struct {
+	code    int
+	errs    []error
+	meaning string
+}{
+	{0, nil, "success"},
+	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
+		fence.ErrVersionsRepeat, bench.ErrUsage}, "usage error: unknown command or flag, missing argument, bad URL or key, invalid option"},
+	{76, []error{objlease.ErrLeaseLost}, "run, hold: the lease was lost while held"},
+	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
+	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema}, "the object at the key is not an objlease record (or is of a newer schema); it is left alone unless --force is given"},
+	{75, []error{objlease.ErrHeld, errNotAcquired}, "the lease was not acquired: held by another holder past --timeout (release: held by another holder)"},
+	{1, []error{errNoLease, providers.ErrNotFound, errUnsafe, bench.ErrViolation}, "inspect, release: there is no lease at the key; doctor: the store does not enforce conditional writes; bench: two holders held a lease at once"},
+	{126, []error{errCannotStart}, "run: the command could not be started"},
+	{127, []error{errNotFound}, "run: the command was not found"},
+	{69, nil, "the store failed or could not be reached"},
+}
+
+// exitCodeOf maps the error a command returned to its exit code.
+func exitCodeOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	var st exitStatus
+	if errors.As(err, &st) {
+		return int(st)
+	}
+	var in interrupt
+	if errors.As(err, &in) {
+		return in.code()
+	}
+	for _, row := range exitCodes {
+		for _, e := range row.errs {
+			if errors.Is(err, e) {
+				return row.code
+			}
+		}
+	}
+	return 69
+}
+
+// exitStatus is run's command's exit status, which run exits with.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("command exited %d", int(s)) }
+
+// interrupt is the cause of a command ended by a signal.
+type interrupt struct{ sig os.Signal }
+
+func (i interrupt) Error() string { return "interrupted by " + i.sig.String() }
+
+// code is the shell's exit status for death by the signal.
+func (i interrupt) code() int {
+	if s, ok := i.sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 128 + int(syscall.SIGINT)
+}
+
+// interrupted returns ctx's interrupt, if a signal ended it.
+func interrupted(ctx context.Context) (interrupt, bool) {
+	var i interrupt
+	ok := errors.As(context.Cause(ctx), &i)
+	return i, ok
+}
+
+// tagged is an error whose message is msg and which matches sentinel.
+type tagged struct {
+	msg      string
+	sentinel error
+}
+
+func (t *tagged) Error() string { return t.msg }
+func (t *tagged) Unwrap() error { return t.sentinel }
+
+func noLease(key string) error { return &tagged{fmt.Sprintf("no lease at %q", key), errNoLease} }
+
+func usagef(format string, args ...any) error {
+	return &tagged{fmt.Sprintf(format, args...), errUsage}
+}
+
+// opError is a command's failure on one URL: "inspect s3://b/k: ...".
+type opError struct {
+	op  string
+	url string
+	err error
+}
+
+func (e *opError) Error() string { return e.op + " " + e.url + ": " + e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
+
+func opErr(op, url string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &opError{op, url, err}
+}
+
+// describe is err in one line a person can act on: what failed, on which
+// URL, why, and what to check, without the SDK's request IDs and bodies.
+func describe(err error) string {
+	var oe *opError
+	if errors.As(err, &oe) {
+		return oe.op + " " + oe.url + ": " + reason(oe.err, oe.url)
+	}
+	return reason(err, "")
+}
+
+// reason is the short cause of err; rawURL, if known, names the bucket.
+func reason(err error, rawURL string) string {
+	var held *objlease.HeldError
+	var rec *objlease.RecordError
+	var pe *providers.Error
+	var ne *net.OpError
+	var in interrupt
+	var te *timeoutError
+	switch {
+	case errors.As(err, &in):
+		return in.Error()
+	case errors.As(err, &te):
+		return te.cause.Error() + ": " + reason(te.held, rawURL)
+	case errors.As(err, &held):
+		return fmt.Sprintf("held by %q (token %d); this observer could take it over in %v at the earliest, if its holder stops renewing",
+			held.Holder, held.Token, roundDuration(held.Wait))
+	case errors.As(err, &rec):
+		what := "is not an objlease record"
+		if errors.Is(err, objlease.ErrNewerSchema) {
+			what = "is an objlease record of a newer schema"
+		}
+		return fmt.Sprintf("the object at %q %s: %s; it is left alone unless --force is given", rec.Key, what, rec.Reason)
+	case errors.Is(err, s3.ErrNoBucket):
+		return fmt.Sprintf("bucket %q does not exist (check the name or AWS_ENDPOINT_URL)", bucketOf(rawURL))
+	case errors.Is(err, s3.ErrCredentials):
+		return "the store refused the credentials (check AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+	case errors.As(err, &ne):
+		return fmt.Sprintf("cannot reach the store: %v (check the endpoint and the network)", ne)
+	case errors.Is(err, providers.ErrInvalidKey) && errors.As(err, &pe):
+		return fmt.Sprintf("the store does not accept the key %q: %s", pe.Key, strings.TrimPrefix(core(pe), providers.ErrInvalidKey.Error()+": "))
+	}
+	return shorten(err)
+}
+
+// shorten is err's message with the store error in it, if any, cut down to
+// its portable part.
+func shorten(err error) string {
+	msg := err.Error()
+	var pe *providers.Error
+	if !errors.As(err, &pe) {
+		return msg
+	}
+	short := fmt.Sprintf("%s %q: %s", pe.Op, pe.Key, core(pe))
+	if i := strings.Index(msg, pe.Error()); i >= 0 {
+		return msg[:i] + short + msg[i+len(pe.Error()):]
+	}
+	return short
+}
+
+// core is a store error's portable part: the sentinel and what the store
+// added to it, without the SDK's own message.
+func core(pe *providers.Error) string {
+	parts, ok := pe.Err.(interface{ Unwrap() []error })
+	if !ok || len(parts.Unwrap()) < 2 {
+		return pe.Err.Error()
+	}
+	msg := parts.Unwrap()[0].Error()
+	if errors.Is(pe.Err, providers.ErrInvalidKey) && msg == providers.ErrInvalidKey.Error() {
+		// The store's own words come first in the rest ("bucket "b" does not exist: ...").
+		native, _, _ := strings.Cut(parts.Unwrap()[1].Error(), ": ")
+		msg += ": " + native
+	}
+	return msg
+}
+
+func bucketOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// lineHandler prints log records as "objlease: message: cause (k=v ...)",
+// the one form every message takes. Causes are shortened like a failed
+// command's; -v prints them whole.
+type lineHandler struct {
+	w       io.Writer
+	level   *slog.LevelVar
+	verbose *bool
+	mu      *sync.Mutex
+	attrs   []slog.Attr
+}
+
+func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
+
+// reportedByCommand are library messages the commands report themselves,
+// with what they did about it; shown only under -v.
+var reportedByCommand = map[string]bool{"lease lost": true}
+
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	if !*h.verbose && reportedByCommand[r.Message] {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("objlease: ")
+	if r.Level >= slog.LevelWarn && r.Level < slog.LevelError {
+		b.WriteString("warning: ")
+	}
+	b.WriteString(r.Message)
+	var extra []string
+	add := func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok {
+			msg := reason(err, "")
+			if *h.verbose {
+				msg = err.Error()
+			}
+			if a.Key == "err" {
+				b.WriteString(": " + msg)
+			} else {
+				extra = append(extra, a.Key+"="+quoteIfNeeded(msg))
+			}
+			return true
+		}
+		extra = append(extra, a.Key+"="+quoteIfNeeded(a.Value.String()))
+		return true
+	}
+	for _, a := range h.attrs {
+		if *h.verbose {
+			add(a)
+		}
+	}
+	r.Attrs(add)
+	if len(extra) > 0 {
+		b.WriteString(" (" + strings.Join(extra, " ") + ")")
+	}
+	b.WriteString("\n")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	n := *h
+	n.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
+	return &n
+}
+
+func (h *lineHandler) WithGroup(string) slog.Handler { return h }
+
+func quoteIfNeeded(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\n\"=") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/s3"
+)
+
+// A store error prints as one line: the portable cause and what to check,
+// not the SDK's message with its request IDs.
+func TestDescribe(t *testing.T) {
+	sdk := errors.New("operation error S3: GetObject, https response error StatusCode: 404, RequestID: 1F2E3D, HostID: abc==, api error NoSuchBucket: <Error><Code>NoSuchBucket</Code></Error>")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{opErr("inspect", "s3://b/k", providers.Wrap("get", "k", fmt.Errorf("%w: %q", s3.ErrNoBucket, "b"), sdk)),
+			`inspect s3://b/k: bucket "b" does not exist (check the name or AWS_ENDPOINT_URL)`},
+		{opErr("list", "file:///d/", providers.Wrap("list", "x", fmt.Errorf("%w: names a file of the store's own", providers.ErrInvalidKey), nil)),
+			`list file:///d/: the store does not accept the key "x": names a file of the store's own`},
+		{opErr("inspect", "gs://b/k", providers.Wrap("get", "k", providers.ErrInvalidKey, fmt.Errorf("bucket %q does not exist: %w", "b", sdk))),
+			`inspect gs://b/k: the store does not accept the key "k": bucket "b" does not exist`},
+		{opErr("acquire", "s3://b/k", fmt.Errorf("lease %q: %w", "k", providers.Wrap("replace", "k", providers.ErrThrottled, sdk))),
+			`acquire s3://b/k: lease "k": replace "k": throttled by store`},
+		{opErr("run", "file:///d/k", &objlease.HeldError{Key: "k", Holder: "alice", Token: 7, Wait: 30300 * time.Millisecond}),
+			`run file:///d/k: held by "alice" (token 7); this observer could take it over in 30.3s at the earliest, if its holder stops renewing`},
+	} {
+		got := describe(tc.err)
+		if got != tc.want {
+			t.Errorf("describe(%v)\n got %s\nwant %s", tc.err, got, tc.want)
+		}
+		if strings.Contains(got, "RequestID") {
+			t.Errorf("describe shows the SDK's message: %s", got)
+		}
+	}
+}
+
+// docs/cli.md has the one table of exit codes: every code the command maps
+// an error to is there, and nothing else is, and each row's errors map to
+// its code.
+func TestExitCodesMatchDocs(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Exit codes\n")
+	if !ok {
+		t.Fatal(`docs/cli.md has no "## Exit codes" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	row := regexp.MustCompile(`(?m)^\| ([0-9, ]+) \|`)
+	var documented []int
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		for f := range strings.SplitSeq(m[1], ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				t.Fatalf("exit code %q in docs/cli.md: %v", f, err)
+			}
+			documented = append(documented, n)
+		}
+	}
+	var mapped []int
+	for _, r := range exitCodes {
+		mapped = append(mapped, r.code)
+		for _, e := range r.errs {
+			if got := exitCodeOf(fmt.Errorf("wrapped: %w", e)); got != r.code {
+				t.Errorf("%v exits %d, but its row says %d", e, got, r.code)
+			}
+		}
+	}
+	slices.Sort(documented)
+	slices.Sort(mapped)
+	if !slices.Equal(documented, mapped) {
+		t.Errorf("exit codes in docs/cli.md %v, in the code %v", documented, mapped)
+	}
+	if exitCodeOf(errors.New("anything else")) != 69 {
+		t.Error("an unknown error does not exit 69")
+	}
+	if exitCodeOf(exitStatus(7)) != 7 || exitCodeOf(interrupt{os.Interrupt}) != 130 {
+		t.Error("a command's status or a signal is not passed through")
+	}
+}
+
+// The command reads stdin through its own field, so a test drives put in
+// this process.
+func TestPutReadsItsStdin(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	c := &cli{stdin: strings.NewReader("report v1\n"), stdout: &stdout, stderr: &stderr}
+	if code := c.main(context.Background(), []string{"put", "--token", "3", "file://" + dir + "/out/report"}); code != 0 {
+		t.Fatalf("put exited %d: %s", code, &stderr)
+	}
+	store, _, err := providers.Open(context.Background(), "file://"+dir+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	obj, err := store.Get(context.Background(), "out/report", 1<<10)
+	if err != nil || string(obj.Data) != "report v1\n" {
+		t.Fatalf("object holds %v (%v), want what stdin gave", obj, err)
+	}
+}
+
+// Ages print as kubectl prints them, and never negative.
+func TestHumanAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0s", 0: "0s", 999 * time.Millisecond: "0s", 59 * time.Second: "59s",
+		119*time.Second + 46*time.Millisecond: "119s", 2 * time.Minute: "2m", 5*time.Minute + 3*time.Second: "5m3s",
+		45 * time.Minute: "45m", 3*time.Hour + 20*time.Minute: "3h20m", 30 * time.Hour: "30h",
+		3*24*time.Hour + 5*time.Hour: "3d5h", 40 * 24 * time.Hour: "40d", 3 * 365 * 24 * time.Hour: "3y0d",
+	} {
+		if got := humanAge(d); got != want {
+			t.Errorf("humanAge(%v) = %s, want %s", d, got, want)
+		}
+	}
+	// S3's Last-Modified has one-second resolution, so it can be ahead of
+	// its Date: the age is 0, not negative.
+	now := time.Now()
+	a := providers.Attrs{LastModified: now.Add(time.Second).Truncate(time.Second), StoreTime: now}
+	if age, clock := recordAge(a, &objlease.Record{}); age != 0 || clock != "store" {
+		t.Errorf("age %v by %s, want 0 by the store", age, clock)
+	}
+}
+
+// A list row keeps every field in JSON, zeros too: a fresh record's age is 0.
+func TestListingJSONKeepsZeros(t *testing.T) {
+	b, err := json.Marshal(listing{Key: "k", State: "held", Token: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{`"age_ms":0`, `"expires_in_ms":0`, `"holder":""`, `"ttl_ms":0`} {
+		if !strings.Contains(string(b), f) {
+			t.Errorf("%s lacks %s", b, f)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/providers"
+)
+
+// humanAge prints an age as kubectl does: 45s, 2m, 3h20m, 5d. A negative
+// age (a store whose Last-Modified has one-second resolution is ahead of
+// its Date by up to a second) prints as 0s.
+func humanAge(d time.Duration) string {
+	if d < time.Second {
+		return "0s"
+	}
+	s := int64(d / time.Second)
+	m, h := s/60, s/3600
+	switch {
+	case s < 120:
+		return fmt.Sprintf("%ds", s)
+	case m < 10:
+		if s%60 == 0 {
+			return fmt.Sprintf("%dm", m)
+		}
+		return fmt.Sprintf("%dm%ds", m, s%60)
+	case m < 180:
+		return fmt.Sprintf("%dm", m)
+	case h < 8:
+		if m%60 == 0 {
+			return fmt.Sprintf("%dh", h)
+		}
+		return fmt.Sprintf("%dh%dm", h, m%60)
+	case h < 48:
+		return fmt.Sprintf("%dh", h)
+	case h < 24*8:
+		if h%24 == 0 {
+			return fmt.Sprintf("%dd", h/24)
+		}
+		return fmt.Sprintf("%dd%dh", h/24, h%24)
+	case h < 24*365*2:
+		return fmt.Sprintf("%dd", h/24)
+	}
+	return fmt.Sprintf("%dy%dd", h/(24*365), (h/24)%365)
+}
+
+// roundDuration is a wait to print: tenths of a second below a minute,
+// else as humanAge.
+func roundDuration(d time.Duration) string {
+	if d < time.Minute {
+		return max(d, 0).Round(100 * time.Millisecond).String()
+	}
+	return humanAge(d)
+}
+
+// stamp is a time to print: seconds, UTC.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func (c *cli) printJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.stdout, "%s\n", b)
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// recordAge is how long ago r was written and by which clock: the store's
+// when its attributes carry both times, else this machine's against the
+// writer's. Never negative.
+func recordAge(a providers.Attrs, r *objlease.Record) (time.Duration, string) {
+	if !a.LastModified.IsZero() && !a.StoreTime.IsZero() {
+		return max(a.StoreTime.Sub(a.LastModified), 0), "store"
+	}
+	return max(time.Since(r.WrittenAt), 0), "local"
+}
+
+// open opens the store a URL names. With wantKey it refuses a URL that
+// names no object (a bucket or directory).
+func (c *cli) open(ctx context.Context, rawURL string, wantKey bool) (providers.Store, string, error) {
+	store, key, err := providers.Open(ctx, rawURL)
+	if err != nil {
+		return nil, "", err
+	}
+	if wantKey && key == "" {
+		store.Close()
+		return nil, "", usagef("URL %q names no lease key (it names a bucket or directory)", rawURL)
+	}
+	return store, key, nil
+}
+
+// client opens the lease at rawURL with the options the flags give.
+func (c *cli) client(ctx context.Context, lf *leaseFlags, rawURL string) (*objlease.Client, error) {
+	store, key, err := c.open(ctx, rawURL, true)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := objlease.New(store, key, lf.options(c.log))
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return cl, nil
+}
