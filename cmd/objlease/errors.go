@@ -16,6 +16,7 @@ import (
 	"github.com/objlease/objlease/internal/bench"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
+	"github.com/objlease/objlease/objlease/semaphore"
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/s3"
 )
@@ -46,7 +47,7 @@ var exitCodes = []struct {
 }{
 	{0, nil, "success"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
-		fence.ErrVersionsRepeat, bench.ErrUsage}, "usage error: unknown command or flag, missing argument, bad URL or key, invalid option"},
+		fence.ErrVersionsRepeat, bench.ErrUsage, semaphore.ErrSizeMismatch}, "usage error: unknown command or flag, missing argument, bad URL or key, invalid option, a --slots other than the recorded one"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold: the lease was lost while held"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
 	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema}, "the object at the key is not an objlease record (or is of a newer schema); it is left alone unless --force is given"},

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/semaphore"
+	"github.com/objlease/objlease/providers"
 )
 
 const runDetail = `Acquires the lease, runs COMMAND while holding it, renews it in the
@@ -28,7 +30,13 @@ has seen its record unchanged for TTL × (1 + drift), so --timeout 0 never
 takes over such a lease, unless --store-clock lets the store's clock decide.
 
 COMMAND gets OBJLEASE_TOKEN (the fencing token), OBJLEASE_HOLDER and
-OBJLEASE_URL in its environment. It runs in its own process group, which is
+OBJLEASE_URL in its environment.
+
+--slots N lets at most N holders run at once (a counting lease): URL is
+then the prefix of N slots, each a lease with its own fencing tokens, and
+COMMAND also gets OBJLEASE_SLOT, its slot's index (fence per slot). Every
+process must pass the same N: the first records it, and one that disagrees
+exits 64. It runs in its own process group, which is
 given the terminal if run has it. SIGINT, SIGTERM and SIGHUP sent to run are
 passed on to that group; one that arrives while run waits for the lease ends
 the wait (exit 128+N).
@@ -49,12 +57,33 @@ func (c *cli) runCmd(fs *flagSet) action {
 	grace := 10 * time.Second
 	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "after the lease is lost, how long the command has between SIGTERM and SIGKILL, as a `duration` (default 10s)")
 	commit := fs.String("commit", "", "guarded `PREFIX-URL` to commit when the command exits 0: the command writes with \"objlease batch put --token $OBJLEASE_TOKEN $OBJLEASE_COMMIT_URL NAME\"")
-	// Counting leases (--slots N) register their flag here.
+	slots := fs.Int("slots", 0, "let at most `N` holders run at once: URL is then the prefix of N slots, each a lease with tokens of its own, and COMMAND also gets OBJLEASE_SLOT")
+	fs.checks = append(fs.checks, func() error {
+		switch {
+		case *slots < 0 || *slots > semaphore.MaxSlots:
+			return fmt.Errorf("--slots %d: want 1 to %d", *slots, semaphore.MaxSlots)
+		case *slots > 0 && *commit != "":
+			return errors.New("--commit with --slots: each slot has tokens of its own, so one guarded prefix cannot fence them all")
+		}
+		return nil
+	})
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) < 3 || pos[1] != "--" {
 			return usagef("run needs a URL and a command: objlease run [flags] URL -- COMMAND [ARGS...]")
 		}
 		url, argv := pos[0], pos[2:]
+		if *slots > 0 {
+			sl, store, err := c.takeSlot(ctx, &lf, url, *slots, timeout)
+			if err != nil {
+				return opErr("run", url, err)
+			}
+			defer store.Close()
+			if i, ok := interrupted(ctx); ok {
+				c.release(sl.Lease)
+				return opErr("run", url, i)
+			}
+			return c.runHolding(url, sl.Lease, argv, grace, "", "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
+		}
 		cl, err := c.client(ctx, &lf, url)
 		if err != nil {
 			return opErr("run", url, err)
@@ -73,14 +102,50 @@ func (c *cli) runCmd(fs *flagSet) action {
 	}
 }
 
-// runHolding runs argv while l is held, and returns its exit status.
-func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string) error {
+// takeSlot takes one slot of the semaphore of n slots at rawURL, waiting
+// as --timeout says. The caller closes the store.
+func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int, timeout *waitFlag) (*semaphore.Slot, providers.Store, error) {
+	store, prefix, err := c.open(ctx, rawURL, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	sem, err := semaphore.New(store, prefix, n, lf.options(c.log))
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	var sl *semaphore.Slot
+	switch {
+	case timeout.set && timeout.d == 0:
+		sl, err = sem.TryAcquire(ctx)
+	case timeout.set:
+		tctx, cancel := context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within --timeout %v", errNotAcquired, timeout.d))
+		defer cancel()
+		sl, err = sem.Acquire(tctx)
+		var held *objlease.HeldError
+		if _, ok := interrupted(ctx); err != nil && !ok && tctx.Err() != nil && errors.As(err, &held) {
+			err = &timeoutError{context.Cause(tctx), held} // say who held the slot due first
+		}
+	default:
+		sl, err = sem.Acquire(ctx)
+	}
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return sl, store, nil
+}
+
+// runHolding runs argv while l is held, and returns its exit status. env
+// is added to the command's environment.
+func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string, env ...string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	cmd.Env = append(os.Environ(),
 		"OBJLEASE_TOKEN="+strconv.FormatUint(l.Token(), 10),
 		"OBJLEASE_HOLDER="+l.Holder(),
 		"OBJLEASE_URL="+url)
+	cmd.Env = append(cmd.Env, env...)
 	if commit != "" {
 		cmd.Env = append(cmd.Env, "OBJLEASE_COMMIT_URL="+commit)
 	}
