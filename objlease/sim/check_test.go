@@ -3,12 +3,18 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/faulty"
 
 	"github.com/objlease/objlease/objlease/fence"
 )
@@ -28,28 +34,57 @@ const (
 	vRecordBack     = "lease record token went back"
 	vTokenTwice     = "token issued twice"
 	vOverlap        = "two holders at once"
+	vLeaders        = "two leaders' callbacks at once"
 	vNotLinear      = "register history not linearizable"
 	vCommittedGone  = "committed object missing"
+	vRecordFenced   = "fenced write landed on a lease record"
+	vMisreported    = "release landed but was reported lost"
+	vLateLost       = "own write landed but the lease was reported lost"
 	overlapSlack    = time.Microsecond // float rounding in clock conversions
 	maxHistoryCheck = 4000             // operations; bounds the linearizability search
 )
 
+// allKinds lists the kinds in the order reports give them.
+var allKinds = []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vLeaders, vNotLinear, vCommittedGone, vRecordFenced, vMisreported, vLateLost}
+
 // check runs every check on a finished run.
+//
+// An operator's hand delete or tampering legitimately restarts a key's
+// history: a lease record deleted by hand is created again from token 1 by
+// a client that never saw it, a record whose token was lowered goes on
+// from there. So the token checks count per record epoch: the stretch of a
+// lease key's history between two operator writes. A token may appear once
+// in each epoch; a record's token must not go back within one. Likewise a
+// register deleted by hand (a lifecycle rule) forgets its highest token:
+// its checks restart there, and its linearizability model treats the
+// delete as a write that empties it. A hold that was live when its record
+// was deleted by hand cannot stop believing before its next renewal fails,
+// just as after Break; it is exempt from the one-holder checks (against
+// later holds), but tampering is no excuse: the library must wait the record
+// out before replacing it.
 func (w *world) check() []violation {
 	var v []violation
 	add := func(kind string, at time.Duration, format string, args ...any) {
 		v = append(v, violation{kind, fmt.Sprintf(format, args...), at})
 	}
 	at := func(t time.Time) time.Duration { return t.Sub(w.start) }
+	writes := w.audit.writes
+	operator := func(a applied) bool { return a.op == "hand-delete" || a.op == "tamper" }
 
 	// What the store applied, in its own order.
 	broken := map[grant]bool{} // holds an operator broke
-	for k := range w.cfg.leases {
+	landed := map[string]int{} // a lease record's nonce: where it landed in writes
+	for k := range w.nkeys {
 		var hiReg, hiCommit, hiRecord uint64
 		var regAt, commitAt, recordAt time.Duration
-		for _, a := range w.audit.writes {
+		wasRecord := false // the key holds a lease record (of any schema)
+		for i, a := range writes {
 			switch a.key {
 			case registerKey(k):
+				if a.op == "hand-delete" {
+					hiReg = 0
+					continue
+				}
 				tok, _ := strconv.ParseUint(a.metadata[fence.TokenKey], 10, 64)
 				if tok < hiReg {
 					add(vRegisterBack, at(a.at), "%s: at %v it accepted token %d (%q), after token %d at %v", a.key, at(a.at), tok, a.data, hiReg, regAt)
@@ -67,14 +102,32 @@ func (w *world) check() []violation {
 					hiCommit, commitAt = m.Token, at(a.at)
 				}
 			case leaseKey(k):
-				if a.op == "delete" {
-					continue // the token must still not go back at the next write
+				if _, ok := a.metadata[fence.TokenKey]; ok && !operator(a) && wasRecord {
+					add(vRecordFenced, at(a.at), "%s: at %v a fenced write replaced the lease record with %q", a.key, at(a.at), a.data)
 				}
+				var head struct {
+					Schema *int `json:"objlease"`
+				}
+				wasRecord = a.op != "delete" && a.op != "hand-delete" && json.Unmarshal(a.data, &head) == nil && head.Schema != nil
 				var r struct {
 					Token         uint64
+					Nonce         string
 					Holder, State string
 				}
-				_ = json.Unmarshal(a.data, &r)
+				perr := json.Unmarshal(a.data, &r)
+				switch {
+				case a.op == "hand-delete":
+					hiRecord = 0
+					continue
+				case a.op == "tamper":
+					hiRecord = r.Token // 0 if it is no record now
+					continue
+				case a.op == "delete" || perr != nil:
+					continue // the token must still not go back at the next write
+				}
+				if _, ok := landed[r.Nonce]; !ok {
+					landed[r.Nonce] = i
+				}
 				if r.State == "released" && r.Holder == "" { // Break writes no holder
 					broken[grant{k, r.Token - 1}] = true
 				}
@@ -88,10 +141,42 @@ func (w *world) check() []violation {
 		}
 	}
 
-	// Every token is granted once.
-	granted := map[grant]*epoch{}
+	// Each hold's record epoch, and whether its record was deleted by hand
+	// while it was believed.
+	recEpoch := map[*epoch]int{}
+	exempt := map[*epoch]bool{}
 	for _, e := range w.epochs {
-		g := grant{e.lease, e.token}
+		key := leaseKey(e.lease)
+		li, ok := landed[e.nonce]
+		n := 0
+		for i, a := range writes {
+			if a.key != key || !operator(a) {
+				continue
+			}
+			before := i < li
+			if !ok {
+				before = at(a.at) < e.from
+			}
+			if !before {
+				n++
+				if a.op == "hand-delete" && at(a.at) <= e.end() {
+					exempt[e] = true
+				}
+			}
+		}
+		recEpoch[e] = n
+	}
+
+	// Every token is granted once in each record epoch.
+	type issued struct {
+		lease, epoch int
+		token        uint64
+	}
+	granted := map[issued]*epoch{}
+	for _, e := range w.epochs {
+		// Count epochs from the end: a hold's count is of operator writes
+		// after it landed.
+		g := issued{e.lease, -recEpoch[e], e.token}
 		if o := granted[g]; o != nil {
 			add(vTokenTwice, e.from, "%s: token %d granted to p%d at %v and to p%d at %v", leaseKey(e.lease), e.token, o.proc, o.from, e.proc, e.from)
 		}
@@ -100,23 +185,34 @@ func (w *world) check() []violation {
 
 	// No two holders believe at once, except that a hold an operator
 	// broke may go on, by design, until its holder's next renewal fails:
-	// it may overlap holds with higher tokens.
-	byLease := make([][]*epoch, w.cfg.leases)
+	// it may overlap holds with higher tokens, or any later hold if its
+	// record was deleted by hand. No two electors' callbacks run at once,
+	// with the same exceptions.
+	byLease := make([][]*epoch, w.nkeys)
 	for _, e := range w.epochs {
 		byLease[e.lease] = append(byLease[e.lease], e)
 	}
 	for k, es := range byLease {
 		for i, a := range es {
 			for _, b := range es[i+1:] {
+				if a.elector != b.elector || !a.believed || !b.believed {
+					continue // a lease granted already expired was never believed
+				}
 				first, second := a, b
 				if b.from < a.from {
 					first, second = b, a
 				}
 				lower := min(a.token, b.token)
-				if second.from+overlapSlack < first.end() && !(broken[grant{k, lower}] && a.token != b.token) {
-					add(vOverlap, second.from, "%s: p%d (token %d) believed from %v to %v; p%d (token %d) from %v, %v before that ended",
-						leaseKey(k), first.proc, first.token, first.from, first.end(), second.proc, second.token, second.from, first.end()-second.from)
+				if second.from+overlapSlack >= first.end() || exempt[first] || broken[grant{k, lower}] && a.token != b.token {
+					continue
 				}
+				if a.elector {
+					add(vLeaders, second.from, "%s: p%d (token %d) led from %v to %v; p%d (token %d) started leading at %v, %v before that ended",
+						leaseKey(k), first.proc, first.token, first.from, first.end(), second.proc, second.token, second.from, first.end()-second.from)
+					continue
+				}
+				add(vOverlap, second.from, "%s: p%d (token %d) believed from %v to %v; p%d (token %d) from %v, %v before that ended",
+					leaseKey(k), first.proc, first.token, first.from, first.end(), second.proc, second.token, second.from, first.end()-second.from)
 			}
 		}
 	}
@@ -131,9 +227,63 @@ func (w *world) check() []violation {
 		}
 	}
 
+	// A release that reports the lease lost (rather than its outcome
+	// unknown) did not land.
+	for _, r := range w.rels {
+		if !errors.Is(r.err, objlease.ErrLeaseLost) || errors.Is(r.err, objlease.ErrAmbiguous) || errors.Is(r.err, providers.ErrUnknownOutcome) {
+			continue
+		}
+		for _, a := range writes {
+			if a.key != leaseKey(r.lease) || operator(a) || at(a.at) < r.call || at(a.at) > r.ret {
+				continue
+			}
+			var rec struct {
+				Token         uint64
+				Holder, State string
+			}
+			if json.Unmarshal(a.data, &rec) == nil && rec.State == "released" && rec.Holder == r.holder && rec.Token == r.token {
+				valid := time.Duration(-1)
+				for _, e := range w.epochs {
+					if !e.elector && e.lease == r.lease && e.token == r.token && w.procs[e.proc].clients[e.lease].Holder() == r.holder {
+						valid = e.to
+					}
+				}
+				add(vMisreported, r.ret, "%s: %s's release of token %d landed at %v (its validity, last seen, to %v), but at %v it reported: %v",
+					a.key, r.holder, r.token, at(a.at), valid, r.ret, r.err)
+				break
+			}
+		}
+	}
+
+	// A lease that ended as lost before its validity ran out was refused
+	// because someone else wrote: the record's last write before then is
+	// not the holder's own. (A refusal the fault injector made up is
+	// indistinguishable from a real one; it is not counted. Nor are
+	// processes that share a holder name: their writes look alike.)
+	for _, e := range w.epochs {
+		if e.elector || w.cfg.sharedRand || !errors.Is(e.lost, objlease.ErrLeaseLost) || errors.Is(e.lost, faulty.ErrInjected) || e.ended < 0 || e.ended+time.Millisecond >= e.to {
+			continue
+		}
+		var last *applied
+		for i, a := range writes {
+			if a.key == leaseKey(e.lease) && at(a.at) <= e.ended {
+				last = &writes[i]
+			}
+		}
+		var rec struct {
+			Token         uint64
+			Holder, State string
+		}
+		if last != nil && !operator(*last) && json.Unmarshal(last.data, &rec) == nil &&
+			rec.State == "held" && rec.Holder == w.procs[e.proc].clients[e.lease].Holder() && rec.Token == e.token {
+			add(vLateLost, e.ended, "%s: p%d's lease (token %d) ended at %v, %v before its validity, as lost (%v), though the record's last write, at %v, was its own",
+				leaseKey(e.lease), e.proc, e.token, e.ended, e.to-e.ended, e.lost, at(last.at))
+		}
+	}
+
 	// What was committed is there.
 	ctx := context.Background()
-	for k := range w.cfg.leases {
+	for k := range w.nkeys {
 		m, err := fence.ReadCommitted(ctx, w.store, prefixKey(k))
 		if err != nil {
 			continue
@@ -153,12 +303,14 @@ func manifestKey(prefix string) string {
 	return strings.TrimSuffix(fence.TokenDir(prefix, 0), fmt.Sprintf("%020d/", 0)) + "manifest.json"
 }
 
-// The register's sequential specification: a write is accepted iff its
-// token is at least the highest accepted so far; a refused write saw that
-// highest token; a read returns the last accepted write.
+// The register's sequential specification: a write (or a fenced delete,
+// which leaves a tombstone keeping its token) is accepted iff its token is
+// at least the highest accepted so far; a refused write saw that highest
+// token; a read returns the last accepted write, or nothing after a delete;
+// an operator's delete by hand empties the register and forgets its token.
 type regState struct {
-	present bool
-	token   uint64
+	present bool   // it has content (no tombstone)
+	token   uint64 // the highest token accepted, 0 if none
 	value   string
 }
 
@@ -166,14 +318,17 @@ var registerModel = porcupine.NondeterministicModel{
 	Init: func() []any { return []any{regState{}} },
 	Step: func(state, input, output any) []any {
 		s, op := state.(regState), input.(regOp)
-		if !op.write {
+		switch {
+		case op.wipe:
+			return []any{regState{}}
+		case !op.write:
 			if op.found == s.present && (!s.present || op.token == s.token && op.value == s.value) {
 				return []any{s}
 			}
 			return nil
 		}
-		next := regState{true, op.token, op.value}
-		ok := !s.present || op.token >= s.token
+		next := regState{!op.del, op.token, op.value}
+		ok := op.token >= s.token
 		switch op.out {
 		case accepted:
 			if ok {
@@ -196,17 +351,29 @@ var registerModel = porcupine.NondeterministicModel{
 	Equal: func(a, b any) bool { return a.(regState) == b.(regState) },
 	DescribeOperation: func(input, _ any) string {
 		op := input.(regOp)
-		if op.write {
+		switch {
+		case op.wipe:
+			return "operator deleted it by hand"
+		case op.del:
+			return fmt.Sprintf("p%d delete(token %d) %v", op.proc, op.token, op.out)
+		case op.write:
 			return fmt.Sprintf("p%d put(token %d, %q) %v", op.proc, op.token, op.value, op.out)
 		}
 		return fmt.Sprintf("p%d get() token %d %q", op.proc, op.token, op.value)
 	},
 }
 
+// linearizable checks ops. A write of unknown outcome may take effect
+// after its caller gave up on it (a request held up on its way to the
+// store), so its return is left open, as if it never returned.
 func linearizable(ops []regOp) bool {
 	hist := make([]porcupine.Operation, len(ops))
 	for i, op := range ops {
-		hist[i] = porcupine.Operation{ClientId: op.proc, Input: op, Output: op, Call: int64(op.call), Return: int64(op.ret)}
+		ret := int64(op.ret)
+		if op.write && op.out == unknown {
+			ret = math.MaxInt64
+		}
+		hist[i] = porcupine.Operation{ClientId: op.proc + 1, Input: op, Output: op, Call: int64(op.call), Return: ret}
 	}
 	return porcupine.CheckOperations(registerModel.ToModel(), hist)
 }

@@ -1,16 +1,27 @@
 // Package sim is a deterministic simulation of the lease protocol under
 // faults; everything in it is test code (go test ./objlease/sim/).
 //
-// Many client processes contend for a few leases over the mem store,
-// through fault injectors (providers/faulty). Each process has its own
-// clock whose rate wanders within the drift bound, pauses now and then with
-// all of its goroutines (between any check and any action), and holding a
-// lease writes a fenced register (fence.Put) and commits to a guarded
-// prefix (fence.Batch). After every run the checks ask: did the register or
-// the prefix ever accept a lower token after a higher one, was a token
-// granted twice, did two holders believe they held a lease at the same
-// real time, is the register's history linearizable (porcupine), and is
-// every committed object still there.
+// Many client processes contend for a few leases, and a few campaign in an
+// election, over one of five store models (models_test.go: an ideal mem
+// store; S3 with MD5 versions, 1 s timestamps and 409 on racing
+// conditional writes; GCS with generations and throttling above a write a
+// second per object; Azure with 409 BlobAlreadyExists on a create; the
+// real file store opened at two roots over one directory, with a wall
+// clock that steps), through fault injectors (providers/faulty). Each
+// process has its own clock whose rate wanders within the drift bound,
+// pauses now and then with all of its goroutines, and drives every public
+// operation: acquire, try, renew, release, release by holder name, break,
+// force, fence.Put, fence.Delete, fence.Batch commit and collect,
+// election.Elector (whose callback keeps writing fenced objects, pausing)
+// and election.RunOnce. An operator deletes records and registers by hand
+// and tampers with records. After every run the checks ask: did a fenced
+// register or a prefix ever accept a lower token after a higher one, was a
+// token granted twice within one record epoch (the stretch between two
+// operator writes), did two holders believe at once, did two leaders'
+// callbacks run at once, is every register's history linearizable
+// (porcupine), is every committed object still there, did a fenced write
+// land on a lease record, and did a release that reported the lease lost
+// land after all.
 //
 // # Determinism
 //
@@ -19,19 +30,23 @@
 // the library's renewal and expiry goroutines included, is blocked, and it
 // jumps straight to the next timer. The library runs unmodified, with its
 // background goroutines; every source of randomness (clock rates, faults,
-// nonces, the workload's choices) is a PCG generator seeded from the run's
-// seed. What remains is the order in which goroutines run when two of them
-// wake at the same instant. The simulation avoids that: every delay it
-// draws has nanosecond resolution, goroutines of one process that wait out
-// a pause resume one microsecond apart in their order of arrival, and a
-// process clock's timers fire a nanosecond after they are made at the
-// earliest, never at the instant itself. TestSimulationReproducible runs
-// seeds twice and compares their traces and the writes the store applied.
+// nonces and their salt from internal/entropy, the workload's choices) is
+// a PCG generator seeded from the run's seed. What remains is the order in
+// which goroutines run when two of them wake at the same instant. The
+// simulation avoids that: every delay it draws has nanosecond resolution,
+// goroutines of one process that wait out a pause resume one microsecond
+// apart in their order of arrival, and a process clock's timers fire a
+// nanosecond after they are made at the earliest, never at the instant
+// itself. TestSimulationReproducible runs seeds twice and compares their
+// traces and the writes the store applied.
 //
 // # Commands
 //
-//	go test -race ./objlease/sim/                               # short: 150 seeds + the checks-are-not-blind runs
+//	go test -race ./objlease/sim/                               # short: 150 seeds, the safeguard table, the models
 //	go test ./objlease/sim/ -run TestSimulationLong -sim.long -timeout 0 -v
 //	go test ./objlease/sim/ -run '^TestSimulation$' -sim.from=N -sim.seeds=1 -sim.v   # replay seed N
 //	go test ./objlease/sim/ -run '^TestSimulation$' -sim.off=DriftMargin               # a safeguard off
+//	go test ./objlease/sim/ -run '^TestSimulation$' -sim.strict                        # excuse nothing (gates_test.go)
+//
+// docs/reliability.md has the figures.
 package sim

@@ -4,6 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -11,17 +15,20 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/objlease/objlease/internal/entropy"
 	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers/faulty"
 )
 
 var (
-	flagLong  = flag.Bool("sim.long", false, "run TestSimulationLong: a million operations and more")
-	flagFrom  = flag.Uint64("sim.from", 1, "first seed")
-	flagSeeds = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 10000 for TestSimulationLong)")
-	flagOff   = flag.String("sim.off", "", "turn one safeguard off: DriftMargin, KeepRecordOnRelease, NonceCheck or Fencing")
-	flagV     = flag.Bool("sim.v", false, "print every run's trace")
+	flagLong   = flag.Bool("sim.long", false, "run TestSimulationLong: a million operations and more")
+	flagFrom   = flag.Uint64("sim.from", 1, "first seed")
+	flagSeeds  = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 5000 for TestSimulationLong)")
+	flagOff    = flag.String("sim.off", "", "turn one safeguard off: Fencing or a switch of internal/safeguards (DriftMargin, KeepRecordOnRelease, NonceCheck, UniqueNonces, OwnWriteCheck, ForceWaits, UniqueTombstones, CallbackBeforeRelease, PathLock)")
+	flagV      = flag.Bool("sim.v", false, "print every run's trace")
+	flagKeepOn = flag.Bool("sim.keepon", false, "TestCheckerFindsViolations leaves every safeguard on: what it finds then is a fault of the tree")
+	flagModel  = flag.String("sim.model", "", "run only the seeds whose store model is this one (mem, s3, gcs, azure, file)")
 )
 
 // result is what one run produced.
@@ -34,6 +41,7 @@ type result struct {
 	ops        map[string]int64
 	requests   int64
 	faults     faulty.Counts
+	elapsed    time.Duration // real time the run took
 }
 
 // totalOps counts the library calls the drivers made; keys with a space
@@ -51,23 +59,43 @@ func (r *result) totalOps() int64 {
 // simulate runs one seed in its own bubble: inside it, time is simulated
 // and only moves when every goroutine is blocked, so the run is a function
 // of the seed alone (see doc.go).
-func simulate(t *testing.T, cfg config) *result {
-	var res *result
+func simulate(t *testing.T, cfg config) (res *result) {
+	began := time.Now()
+	defer func() { res.elapsed = time.Since(began) }()
+	dir := fileStoreDir(t)
 	synctest.Test(t, func(t *testing.T) {
-		w, err := newWorld(cfg)
+		// Nonce salt from the run's seed: reproducible, and still a
+		// different draw for every process.
+		salt := rand.New(rand.NewPCG(cfg.seed, 0x5a17))
+		defer entropy.Replace(func(b []byte) {
+			for i := range b {
+				b[i] = byte(salt.Uint32())
+			}
+		})()
+		w, err := newWorld(cfg, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.run()
 		h := fnv.New64a()
 		for _, line := range w.trace[:w.opsAt] {
-			fmt.Fprintln(h, line)
+			fmt.Fprintln(h, canon(line))
 		}
 		// Not the writes' bytes nor all their metadata: manifest nonces and
-		// batch ids come from the global generator.
+		// batch ids come from the global generator. Versions by order of
+		// first appearance: the file store draws them from crypto/rand, and
+		// on S3 a manifest's version is the MD5 of its nonce.
+		versions := map[string]int{}
 		for _, a := range w.audit.writes {
 			if a.at.Sub(w.start) < cfg.duration {
-				fmt.Fprintln(h, a.at, a.op, a.key, a.version, a.metadata[fence.TokenKey])
+				v := 0
+				if !strings.Contains(a.key, "_objlease/") {
+					if _, ok := versions[a.version]; !ok {
+						versions[a.version] = len(versions) + 1
+					}
+					v = versions[a.version]
+				}
+				fmt.Fprintln(h, a.at, a.op, a.key, v, a.metadata[fence.TokenKey])
 			}
 		}
 		res = &result{cfg: cfg, violations: w.check(), hash: h.Sum64(), trace: w.trace, times: w.times, ops: w.ops}
@@ -79,6 +107,26 @@ func simulate(t *testing.T, cfg config) *result {
 		}
 	})
 	return res
+}
+
+// fileVersion is a version of the file store: rand.Text, from crypto/rand.
+var fileVersion = regexp.MustCompile(`\b[A-Z2-7]{26}\b`)
+
+// canon is a trace line without what may differ between two runs of one
+// seed: the file store's versions.
+func canon(line string) string { return fileVersion.ReplaceAllString(line, "V") }
+
+// fileStoreDir is an empty directory for the file store model, in memory
+// where the system offers one: the store syncs every write, and the disk's
+// latency is real time the simulation does not need.
+func fileStoreDir(t *testing.T) string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", "objlease-sim-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
 }
 
 func replayCommand(cfg config, off string) string {
@@ -117,26 +165,45 @@ func report(t *testing.T, r *result, off string) {
 	t.Error(b.String())
 }
 
+// safeguard is one safeguard turned off for the rest of a test; off
+// applies it to a run's config, on turns it back on.
+type safeguard struct {
+	off func(*config)
+	on  func()
+}
+
 // setSafeguard turns one safeguard off for the rest of the test.
-func setSafeguard(t *testing.T, name string) func(*config) {
+func setSafeguard(t *testing.T, name string) safeguard {
 	var sw *atomic.Bool
 	switch name {
 	case "":
-		return func(*config) {}
+		return safeguard{func(*config) {}, func() {}}
 	case "Fencing":
-		return func(c *config) { c.unfenced = true }
+		return safeguard{func(c *config) { c.unfenced = true }, func() {}}
 	case "DriftMargin":
 		sw = &safeguards.DriftMargin
 	case "KeepRecordOnRelease":
 		sw = &safeguards.KeepRecordOnRelease
 	case "NonceCheck":
 		sw = &safeguards.NonceCheck
+	case "UniqueNonces":
+		sw = &safeguards.UniqueNonces
+	case "OwnWriteCheck":
+		sw = &safeguards.OwnWriteCheck
+	case "ForceWaits":
+		sw = &safeguards.ForceWaits
+	case "UniqueTombstones":
+		sw = &safeguards.UniqueTombstones
+	case "CallbackBeforeRelease":
+		sw = &safeguards.CallbackBeforeRelease
+	case "PathLock":
+		sw = &safeguards.PathLock
 	default:
 		t.Fatalf("unknown safeguard %q", name)
 	}
 	sw.Store(false)
 	t.Cleanup(func() { sw.Store(true) })
-	return func(*config) {}
+	return safeguard{func(*config) {}, func() { sw.Store(true) }}
 }
 
 // totals sums what many runs did, for the reliability report.
@@ -146,9 +213,26 @@ type totals struct {
 	faults               faulty.Counts
 	violations           int
 	badSeeds             map[string]int // seeds that broke each guarantee
+	elapsed              time.Duration
+	byModel              map[string]*totals
+	excused              int // seeds whose violations a gate excused
 }
 
 func (s *totals) add(r *result) {
+	if s.byModel == nil {
+		s.byModel = map[string]*totals{}
+	}
+	m := s.byModel[r.cfg.model]
+	if m == nil {
+		m = &totals{}
+		s.byModel[r.cfg.model] = m
+	}
+	m.count(r)
+	s.count(r)
+}
+
+func (s *totals) count(r *result) {
+	s.elapsed += r.elapsed
 	s.seeds++
 	s.ops += r.totalOps()
 	s.requests += r.requests
@@ -171,8 +255,17 @@ func (s *totals) add(r *result) {
 
 func (s *totals) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d seeds, %d operations, %d store requests, %d violations\n", s.seeds, s.ops, s.requests, s.violations)
-	for _, k := range []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vNotLinear, vCommittedGone} {
+	fmt.Fprintf(&b, "%d seeds, %d operations, %d store requests, %d violations, %v\n", s.seeds, s.ops, s.requests, s.violations, s.elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "  | store model | seeds | operations | store requests | violations | time |\n")
+	for _, m := range modelNames {
+		if t := s.byModel[m]; t != nil {
+			fmt.Fprintf(&b, "  | %s | %d | %d | %d | %d | %v |\n", m, t.seeds, t.ops, t.requests, t.violations, t.elapsed.Round(100*time.Millisecond))
+		}
+	}
+	if s.excused > 0 {
+		fmt.Fprintf(&b, "  seeds whose violations gates excused: %d\n", s.excused)
+	}
+	for _, k := range allKinds {
 		if n := s.badSeeds[k]; n > 0 {
 			fmt.Fprintf(&b, "  seeds with %q: %d\n", k, n)
 		}
@@ -194,21 +287,39 @@ func (s *totals) String() string {
 // runSeeds runs n seeds from the -sim.from seed and fails on every
 // violation, printing the replay command: with the trace for the first
 // few violating seeds, by one line for the rest.
-func runSeeds(t *testing.T, n int) *totals {
+func runSeeds(t *testing.T, n int, gated bool) *totals {
 	if *flagSeeds > 0 {
 		n = *flagSeeds
 	}
-	mod := setSafeguard(t, *flagOff)
+	mod := setSafeguard(t, *flagOff).off
 	var sum totals
 	bad := 0
 	for seed := *flagFrom; seed < *flagFrom+uint64(n); seed++ {
 		cfg := configFor(seed)
+		if *flagModel != "" && cfg.model != *flagModel {
+			continue
+		}
 		mod(&cfg)
 		r := simulate(t, cfg)
 		sum.add(r)
+		if gated && *flagOff == "" {
+			var by []string
+			if r.violations, by = excused(cfg, r.violations); len(by) > 0 {
+				sum.excused++
+				t.Logf("seed %d: violations excused until these are fixed: %s\nreplay: %s -sim.strict", seed, strings.Join(by, "; "), replayCommand(cfg, ""))
+			}
+		}
 		switch {
 		case len(r.violations) > 0 && bad >= 3:
-			t.Errorf("seed %d: %s: %s\nreplay: %s", seed, r.violations[0].kind, r.violations[0].msg, replayCommand(cfg, *flagOff))
+			var b strings.Builder
+			seen := map[string]bool{}
+			for _, v := range r.violations {
+				if !seen[v.kind] {
+					seen[v.kind] = true
+					fmt.Fprintf(&b, "\n  %s: %s", v.kind, v.msg)
+				}
+			}
+			t.Errorf("seed %d (%s):%s\nreplay: %s", seed, cfg.model, b.String(), replayCommand(cfg, *flagOff))
 		case len(r.violations) > 0:
 			bad++
 			report(t, r, *flagOff)
@@ -221,7 +332,7 @@ func runSeeds(t *testing.T, n int) *totals {
 
 // TestSimulation is the short simulation of the normal test suite.
 func TestSimulation(t *testing.T) {
-	t.Log(runSeeds(t, 150))
+	t.Log(runSeeds(t, 150, true))
 }
 
 // TestSimulationLong is the long simulation, run on demand:
@@ -231,7 +342,7 @@ func TestSimulationLong(t *testing.T) {
 	if !*flagLong {
 		t.Skip("run with -sim.long")
 	}
-	t.Log(runSeeds(t, 10000))
+	t.Log(runSeeds(t, 5000, false))
 }
 
 // A run is a function of its seed.
@@ -244,7 +355,7 @@ func TestSimulationReproducible(t *testing.T) {
 		a, b := simulate(t, configFor(seed)), simulate(t, configFor(seed))
 		if a.hash != b.hash || a.faults != b.faults || a.totalOps() != b.totalOps() {
 			for i := range min(len(a.trace), len(b.trace)) {
-				if a.trace[i] != b.trace[i] {
+				if canon(a.trace[i]) != canon(b.trace[i]) {
 					t.Fatalf("seed %d: runs differ at trace line %d:\n  %s\n  %s", seed, i, a.trace[i], b.trace[i])
 				}
 			}
@@ -254,32 +365,91 @@ func TestSimulationReproducible(t *testing.T) {
 }
 
 // The checks are not blind: with each safeguard off in turn they find the
-// violation it prevents, within a bounded number of seeds.
+// violation it prevents, within a bounded number of seeds. Each row runs
+// the shape of run that needs the safeguard, with the operator, shared
+// seeds, Force and misdirected writes off unless the row needs them, so
+// that what is found is the row's. Where the safeguard's fix is in the
+// tree (no gate excuses it), the seed that found the violation is run
+// again with the safeguard on and must then be clean of it.
 func TestCheckerFindsViolations(t *testing.T) {
 	for _, tc := range []struct {
 		off   string
 		kinds []string
+		shape func(*config)
+		blind string // why the simulation cannot see it, if it cannot
 	}{
-		{"DriftMargin", []string{vOverlap}},
-		{"KeepRecordOnRelease", []string{vTokenTwice, vRecordBack}},
-		{"NonceCheck", []string{vTokenTwice, vOverlap}},
-		{"Fencing", []string{vRegisterBack, vNotLinear}},
+		{"DriftMargin", []string{vOverlap}, func(c *config) {}, ""},
+		{"KeepRecordOnRelease", []string{vTokenTwice, vRecordBack}, func(c *config) {}, ""},
+		{"NonceCheck", []string{vTokenTwice, vOverlap}, func(c *config) {}, ""},
+		{"Fencing", []string{vRegisterBack, vNotLinear}, func(c *config) {}, ""},
+		{"UniqueNonces", []string{vTokenTwice, vOverlap}, func(c *config) { c.sharedRand = true }, ""},
+		// Rare: a record deleted by hand, recreated with the very token of
+		// a holder that then releases before its next renewal.
+		{"OwnWriteCheck", []string{vOverlap, vTokenTwice}, func(c *config) { c.operator, c.acts, c.leases = 8, actDelete, 1 }, ""},
+		{"ForceWaits", []string{vOverlap}, func(c *config) { c.force, c.operator, c.acts = true, 4, actTamper }, ""},
+		{"UniqueTombstones", []string{vRegisterBack, vNotLinear}, func(c *config) { c.model, c.electors, c.pauseCheck = "s3", 3, 0.3 }, ""},
+		{"CallbackBeforeRelease", []string{vLeaders}, func(c *config) { c.electors = 3 }, ""},
+		{"PathLock", []string{vOverlap, vTokenTwice, vRecordBack}, func(c *config) { c.model, c.leases = "file", 1 }, ""},
 	} {
 		t.Run(tc.off, func(t *testing.T) {
-			mod := setSafeguard(t, tc.off)
-			const bound = 40
-			for seed := uint64(1); seed <= bound; seed++ {
-				cfg := configFor(seed)
-				mod(&cfg)
-				r := simulate(t, cfg)
+			if tc.blind != "" {
+				t.Skip("not visible to the simulation: " + tc.blind)
+			}
+			shape := func(seed uint64) config {
+				c := configFor(seed)
+				c.operator, c.sharedRand, c.force, c.misdirect, c.electors = 0, false, false, false, 0
+				if c.model == "file" {
+					c.storeClock = false
+				}
+				if c.model == "s3" {
+					c.model = "mem"
+				}
+				tc.shape(&c)
+				return c
+			}
+			bound := uint64(40)
+			if tc.off == "OwnWriteCheck" {
+				bound = 120
+			}
+			if *flagSeeds > 0 {
+				bound = uint64(*flagSeeds)
+			}
+			found := func(r *result) *violation {
 				for _, v := range r.violations {
-					for _, k := range tc.kinds {
-						if v.kind == k {
-							t.Logf("found at seed %d: %s: %s\nreplay: %s", seed, v.kind, v.msg, replayCommand(cfg, tc.off))
-							return
-						}
+					if slices.Contains(tc.kinds, v.kind) {
+						return &v
 					}
 				}
+				return nil
+			}
+			restore := safeguard{func(*config) {}, func() {}}
+			if !*flagKeepOn {
+				restore = setSafeguard(t, tc.off)
+			}
+			for seed := *flagFrom; seed < *flagFrom+bound; seed++ {
+				cfg := shape(seed)
+				restore.off(&cfg)
+				r := simulate(t, cfg)
+				v := found(r)
+				if v == nil {
+					continue
+				}
+				t.Logf("found at seed %d: %s: %s\nreplay: go test ./objlease/sim/ -run 'TestCheckerFindsViolations/%s$' -sim.from=%d -sim.v", seed, v.kind, v.msg, tc.off, seed)
+				if *flagV {
+					t.Logf("%v\n%s", r.cfg, strings.Join(r.trace, "\n"))
+				}
+				if pending(tc.off) {
+					t.Logf("%s: its fix is not in this tree yet (gated), so the same seed is not checked with it on", tc.off)
+					return
+				}
+				restore.on()
+				if v := found(simulate(t, shape(seed))); v != nil {
+					t.Errorf("seed %d with %s on: %s: %s: the violation is not the safeguard's", seed, tc.off, v.kind, v.msg)
+				}
+				return
+			}
+			if *flagKeepOn {
+				t.Fatalf("no %v in %d seeds of the shape that needs %s, with it on", tc.kinds, bound, tc.off)
 			}
 			t.Fatalf("no %v in %d seeds with %s off: the checks cannot see what it prevents", tc.kinds, bound, tc.off)
 		})

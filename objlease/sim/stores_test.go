@@ -2,7 +2,7 @@ package sim
 
 import (
 	"context"
-	"sync"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -12,53 +12,11 @@ import (
 // applied is one write the store really applied, in the store's order.
 type applied struct {
 	at       time.Time
-	op       string // create, replace, delete
+	op       string // create, replace, delete; or the operator's action
 	key      string
 	version  string
 	data     []byte
 	metadata map[string]string
-}
-
-// auditStore records every write the store under it applied, in the
-// order it applied them: the ground truth the checks compare against.
-type auditStore struct {
-	providers.Store
-	mu     sync.Mutex
-	writes []applied
-}
-
-func (a *auditStore) record(op, key, version string, data []byte, md map[string]string) {
-	a.writes = append(a.writes, applied{at: time.Now(), op: op, key: key, version: version, data: data, metadata: md})
-}
-
-func (a *auditStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	res, err := a.Store.Create(ctx, key, data, md)
-	if err == nil {
-		a.record("create", key, res.Version, data, md)
-	}
-	return res, err
-}
-
-func (a *auditStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	res, err := a.Store.Replace(ctx, key, data, md, v)
-	if err == nil {
-		a.record("replace", key, res.Version, data, md)
-	}
-	return res, err
-}
-
-func (a *auditStore) Delete(ctx context.Context, key, v string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	err := a.Store.Delete(ctx, key, v)
-	if err == nil {
-		a.record("delete", key, "", nil, nil)
-	}
-	return err
 }
 
 // gateStore is a process's view of the store. While the process is paused
@@ -85,6 +43,7 @@ func (g *gateStore) pick() providers.Store {
 // is held up past its context's end has an unknown outcome.
 func (g *gateStore) around(ctx context.Context, op, key string, call func(s providers.Store) error) error {
 	g.p.maybePause()
+	g.p.maybePauseAfterCheck(op, key)
 	if err := g.p.awaitRunning(ctx); err != nil {
 		return &providers.Error{Op: op, Key: key, Err: err}
 	}
@@ -109,13 +68,55 @@ func (g *gateStore) Stat(ctx context.Context, key string) (a *providers.Attrs, e
 }
 
 func (g *gateStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (r providers.WriteResult, err error) {
+	if g.late(ctx, "create", key, func() { _, _ = g.raw.Create(context.Background(), key, data, md) }) {
+		return r, providers.Wrap("create", key, providers.ErrUnknownOutcome, errLate)
+	}
 	err = g.around(ctx, "create", key, func(s providers.Store) error { r, err = s.Create(ctx, key, data, md); return err })
 	return r, err
 }
 
 func (g *gateStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (r providers.WriteResult, err error) {
+	if g.late(ctx, "replace", key, func() { _, _ = g.raw.Replace(context.Background(), key, data, md, v) }) {
+		return r, providers.Wrap("replace", key, providers.ErrUnknownOutcome, errLate)
+	}
 	err = g.around(ctx, "replace", key, func(s providers.Store) error { r, err = s.Replace(ctx, key, data, md, v); return err })
 	return r, err
+}
+
+var errLate = errors.New("request timed out on its way; it reaches the store later")
+
+// late decides, with chance lateWrites, that a write is held up on its
+// way to the store: its caller times out and sees an unknown outcome
+// first, and the write reaches the store after that, when the caller may
+// have retried. It reports whether it did; apply is the write.
+func (g *gateStore) late(ctx context.Context, op, key string, apply func()) bool {
+	p := g.p
+	if g.calm.Load() {
+		return false
+	}
+	p.mu.Lock()
+	hit := p.gateRnd.Float64() < p.w.cfg.lateWrites
+	timeout := 100*time.Millisecond + time.Duration(p.gateRnd.Int64N(int64(time.Second)))
+	arrive := timeout + 1 + time.Duration(p.gateRnd.Int64N(int64(2*time.Second)))
+	p.mu.Unlock()
+	if !hit {
+		return false
+	}
+	if err := p.awaitRunning(ctx); err != nil {
+		return false
+	}
+	p.w.count("late write")
+	go func() {
+		time.Sleep(arrive)
+		apply()
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return true
 }
 
 func (g *gateStore) Delete(ctx context.Context, key, v string) error {

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/election"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/faulty"
-	"github.com/objlease/objlease/providers/mem"
 )
 
 // config is one run's shape, all of it drawn from the seed.
@@ -27,17 +27,26 @@ type config struct {
 	duration   time.Duration
 	storeClock bool // clients also trust the store's clock (StoreClockRule)
 	faults     float64
+	lateWrites float64 // chance that a write reaches the store after its caller timed out
 	// A process pauses (all of its goroutines, as in a GC pause or a
 	// frozen VM) with chance pauseAny at any request, and with chance
 	// pauseCheck between checking its lease and a protected write.
 	pauseAny, pauseCheck float64
 	maxPause             time.Duration
 	unfenced             bool // protected writes skip the token check
+
+	model      string  // the store model (models_test.go)
+	electors   int     // processes that campaign with election.Elector instead
+	force      bool    // a third of the processes use Options.Force
+	sharedRand bool    // processes pair up with identically seeded Options.Rand and one holder name
+	operator   float64 // operator actions a minute: hand deletes, tampering
+	acts       acts    // which actions the operator takes
+	misdirect  bool    // now and then a holder fences a write at its lease's own key
 }
 
 func (c config) String() string {
-	return fmt.Sprintf("seed %d: %d clients, %d leases, TTL %v, drift ±%.0f%%, store clock %v, faults ×%.1f, pauses %.3f/%.2f up to %v, unfenced %v",
-		c.seed, c.clients, c.leases, c.ttl, c.drift*100, c.storeClock, c.faults, c.pauseAny, c.pauseCheck, c.maxPause, c.unfenced)
+	return fmt.Sprintf("seed %d: store %s, %d clients (%d electors), %d leases, TTL %v, drift ±%.0f%%, store clock %v, faults ×%.1f, pauses %.3f/%.2f up to %v, force %v, shared rand %v, operator %.0f/min (%b), misdirected puts %v, unfenced %v",
+		c.seed, c.model, c.clients, c.electors, c.leases, c.ttl, c.drift*100, c.storeClock, c.faults, c.pauseAny, c.pauseCheck, c.maxPause, c.force, c.sharedRand, c.operator, c.acts, c.misdirect, c.unfenced)
 }
 
 func configFor(seed uint64) config {
@@ -55,6 +64,14 @@ func configFor(seed uint64) config {
 		pauseCheck: []float64{0, 0.1, 0.3}[r.IntN(3)],
 	}
 	c.maxPause = 3 * c.ttl
+	c.lateWrites = 0.005 * c.faults
+	c.model = modelNames[r.IntN(len(modelNames))]
+	c.electors = r.IntN(4)
+	c.force = r.IntN(3) == 0
+	c.sharedRand = r.IntN(4) == 0
+	c.operator = []float64{0, 0, 1, 4}[r.IntN(4)]
+	c.acts = allActs
+	c.misdirect = r.IntN(8) == 0
 	return c
 }
 
@@ -80,6 +97,8 @@ type regOp struct {
 	proc      int
 	call, ret time.Duration
 	write     bool
+	del       bool   // a fenced delete (a write of a tombstone)
+	wipe      bool   // an operator deleted the register by hand
 	token     uint64 // write: the writer's token; read: the token read
 	value     string
 	out       outcome
@@ -89,12 +108,18 @@ type regOp struct {
 
 // epoch is one holder's hold of one lease, from the reply that granted
 // it to the last moment its ValidFor said it still held it (cut short
-// when it chose to release).
+// when it chose to release). An elector's term runs from its callback's
+// start to its return, or to its context's end if the lease was lost.
 type epoch struct {
 	proc, lease int
 	token       uint64
+	nonce       string // of the write that granted it
 	from, to    time.Duration
 	cut         time.Duration // when the holder called Release; 0: never
+	elector     bool
+	believed    bool          // ValidFor was positive at least once (electors: always)
+	ended       time.Duration // when the lease's context ended; -1: not yet
+	lost        error         // the loss the holder was told of, if it was
 }
 
 func (e *epoch) end() time.Duration {
@@ -108,18 +133,36 @@ func (e *epoch) end() time.Duration {
 type world struct {
 	cfg   config
 	start time.Time
-	store *mem.Store
-	audit *auditStore
+	store providers.Store // the store as the operator and the checks see it
+	audit *auditLog
 	calm  atomic.Bool
 	procs []*proc
+	nkeys int // leases, the election's included
 
 	mu     sync.Mutex // guards what follows: drivers of all processes record
 	trace  []string
 	times  []time.Duration // of each trace line
 	epochs []*epoch
+	rels   []releaseOp
 	reg    [][]regOp
 	ops    map[string]int64
 	opsAt  int // trace lines before the run wound down
+}
+
+// releaseOp is one release and what it reported.
+type releaseOp struct {
+	holder    string
+	lease     int
+	token     uint64
+	call, ret time.Duration
+	err       error
+}
+
+// released records a release of p's hold that was called at call.
+func (w *world) released(p *proc, call time.Duration, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rels = append(w.rels, releaseOp{p.clients[p.ep.lease].Holder(), p.ep.lease, p.ep.token, call, w.now(), err})
 }
 
 // grant names one token of one lease.
@@ -133,7 +176,11 @@ func (w *world) now() time.Duration { return time.Since(w.start) }
 func (w *world) logf(p *proc, format string, args ...any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.trace = append(w.trace, fmt.Sprintf("%14v p%-2d %s", w.now(), p.id, fmt.Sprintf(format, args...)))
+	who := "op "
+	if p != nil {
+		who = fmt.Sprintf("p%-2d", p.id)
+	}
+	w.trace = append(w.trace, fmt.Sprintf("%14v %s %s", w.now(), who, fmt.Sprintf(format, args...)))
 	w.times = append(w.times, w.now())
 }
 
@@ -150,21 +197,25 @@ type proc struct {
 	w       *world
 	id      int
 	rnd     *rand.Rand // the driver's choices
+	cbRnd   *rand.Rand // an elector callback's choices
 	gateRnd *rand.Rand // pauses started at requests, from any of its goroutines
 	clock   *driftClock
 	store   *gateStore
 	faults  []*faulty.Store
 	clients []*objlease.Client
+	byName  []*objlease.Client // the same holder, as the CLI's release command is
+	opts    []objlease.Options // of clients, for a restart
 
 	mu          sync.Mutex
 	pausedUntil time.Time
-	waiters     int // goroutines that have waited out the current pause, in order
+	waiters     int    // goroutines that have waited out the current pause, in order
+	lastRead    string // the key the process's last request read, if it was a read
 
 	target      int
 	lease       *objlease.Lease
 	ep          *epoch
 	lastVersion string // what this holder's last fenced write returned
-	writes      int
+	writes      atomic.Int64
 }
 
 // maybePause starts a pause of the whole process with chance pauseAny.
@@ -173,6 +224,27 @@ func (p *proc) maybePause() {
 	defer p.mu.Unlock()
 	now := time.Now()
 	if p.gateRnd.Float64() < p.w.cfg.pauseAny && !now.Before(p.pausedUntil) && !p.w.calm.Load() {
+		p.pausedUntil = now.Add(time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
+		p.waiters = 0
+		p.w.count("process paused")
+	}
+}
+
+// maybePauseAfterCheck starts a pause with chance pauseCheck/2 before a
+// write that follows a read of the same key: between the check inside a
+// library call (a fenced write's stat, a lease write's read) and the
+// write it decides.
+func (p *proc) maybePauseAfterCheck(op, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := p.lastRead
+	p.lastRead = ""
+	if op == "get" || op == "stat" {
+		p.lastRead = key
+		return
+	}
+	now := time.Now()
+	if last == key && p.gateRnd.Float64() < p.w.cfg.pauseCheck/2 && !now.Before(p.pausedUntil) && !p.w.calm.Load() {
 		p.pausedUntil = now.Add(time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
 		p.waiters = 0
 		p.w.count("process paused")
@@ -227,6 +299,7 @@ func (p *proc) claim() time.Duration {
 		end := p.clock.realEnd(now, v).Sub(p.w.start)
 		p.w.mu.Lock()
 		p.ep.to = max(p.ep.to, end)
+		p.ep.believed = true
 		p.w.mu.Unlock()
 	}
 	return v
@@ -242,6 +315,10 @@ func (p *proc) run(wg *sync.WaitGroup) {
 	defer wg.Done()
 	w := p.w
 	p.sleep(time.Duration(p.rnd.Int64N(int64(time.Second))))
+	if p.id < w.cfg.electors {
+		p.campaign()
+		return
+	}
 	for w.now() < w.cfg.duration {
 		think := 50*time.Millisecond + time.Duration(p.rnd.Int64N(int64(2*time.Second)))
 		if p.lease == nil {
@@ -256,6 +333,26 @@ func (p *proc) run(wg *sync.WaitGroup) {
 	}
 }
 
+// granted records a new hold of the target lease.
+func (p *proc) granted(l *objlease.Lease) {
+	w := p.w
+	now := w.now()
+	p.lease, p.lastVersion = l, ""
+	ep := &epoch{proc: p.id, lease: p.target, token: l.Token(), nonce: l.Record().Nonce, from: now, to: now, ended: -1}
+	p.ep = ep
+	context.AfterFunc(l.Context(), func() {
+		w.mu.Lock()
+		ep.ended = w.now()
+		w.mu.Unlock()
+	})
+	w.mu.Lock()
+	w.epochs = append(w.epochs, p.ep)
+	w.mu.Unlock()
+	v := p.claim()
+	w.count("lease granted")
+	w.logf(p, "acquired %s token %d, valid for %v", leaseKey(p.target), l.Token(), max(v, 0)) // the watcher may be ending an already expired lease at this very instant
+}
+
 // acquire tries for the target lease, by one attempt or by waiting with
 // Acquire, and returns how long to wait before the next step: contenders
 // poll as Acquire does, every few seconds or as the holder's record is due
@@ -267,15 +364,22 @@ func (p *proc) acquire() time.Duration {
 		p.readRegister()
 		return poll
 	}
+	if p.rnd.IntN(40) == 0 {
+		p.restart()
+	}
 	c := p.clients[p.target]
 	var l *objlease.Lease
 	var err error
-	if p.rnd.IntN(2) == 0 {
+	switch p.rnd.IntN(8) {
+	case 0:
+		p.runOnce(c)
+		return poll
+	case 1, 2, 3:
 		ctx, cancel := p.opCtx()
 		w.count("try-acquire")
 		l, err = c.TryAcquire(ctx)
 		cancel()
-	} else {
+	default:
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(p.rnd.Int64N(int64(3*w.cfg.ttl))))
 		w.count("acquire")
 		l, err = c.Acquire(ctx)
@@ -284,15 +388,7 @@ func (p *proc) acquire() time.Duration {
 	var held *objlease.HeldError
 	switch {
 	case err == nil:
-		now := w.now()
-		p.lease, p.lastVersion = l, ""
-		p.ep = &epoch{proc: p.id, lease: p.target, token: l.Token(), from: now, to: now}
-		w.mu.Lock()
-		w.epochs = append(w.epochs, p.ep)
-		w.mu.Unlock()
-		v := p.claim()
-		w.count("lease granted")
-		w.logf(p, "acquired %s token %d, valid for %v", c.Key(), l.Token(), max(v, 0)) // the watcher may be ending an already expired lease at this very instant
+		p.granted(l)
 		return 50 * time.Millisecond
 	case errors.As(err, &held) && p.rnd.IntN(200) == 0:
 		p.breakLease(c)
@@ -306,6 +402,47 @@ func (p *proc) acquire() time.Duration {
 		p.target = p.rnd.IntN(w.cfg.leases)
 	}
 	return poll
+}
+
+// restart is the process starting afresh while it holds nothing: its new
+// clients have seen nothing of the leases, so a record deleted by hand is
+// created again from token 1.
+func (p *proc) restart() {
+	for k, o := range p.opts {
+		o.Rand = rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))
+		c, err := objlease.New(p.store, leaseKey(k), o)
+		if err != nil {
+			panic(err)
+		}
+		p.clients[k] = c
+	}
+	p.w.count("restart")
+	p.w.logf(p, "restarted")
+}
+
+// runOnce is a serverless job: election.RunOnce with work that writes a
+// few fenced values while it holds the lease.
+func (p *proc) runOnce(c *objlease.Client) {
+	w := p.w
+	ctx, cancel := context.WithTimeout(context.Background(), 4*w.cfg.ttl)
+	defer cancel()
+	w.count("run-once")
+	err := election.RunOnce(ctx, c, func(ctx context.Context, l *objlease.Lease) error {
+		p.granted(l)
+		for range 1 + p.rnd.IntN(4) {
+			if ctx.Err() != nil {
+				break
+			}
+			p.fencedWrite()
+			p.sleep(time.Duration(p.rnd.Int64N(int64(2 * time.Second))))
+		}
+		w.mu.Lock()
+		p.ep.cut = w.now()
+		w.mu.Unlock()
+		return nil
+	})
+	w.logf(p, "run-once %s: %v", c.Key(), err)
+	p.lease, p.ep = nil, nil
 }
 
 // breakLease is an operator ending a lease whoever holds it: by design
@@ -324,13 +461,18 @@ func (p *proc) hold() {
 	if err := p.lease.Err(); err != nil {
 		p.w.count("lease lost")
 		p.w.logf(p, "lease %s token %d ended: %v", leaseKey(p.target), p.ep.token, err)
+		p.w.mu.Lock()
+		p.ep.lost = err
+		p.w.mu.Unlock()
 		p.drop()
 		return
 	}
 	p.claim()
 	switch r := p.rnd.IntN(100); {
-	case r < 40:
+	case r < 32:
 		p.fencedWrite()
+	case r < 40:
+		p.fencedDelete()
 	case r < 55:
 		p.batch()
 	case r < 65:
@@ -339,8 +481,12 @@ func (p *proc) hold() {
 		p.collect()
 	case r < 78:
 		p.renew()
-	case r < 88:
+	case r < 86:
 		p.release()
+	case r < 88 && !p.w.cfg.sharedRand: // by name, it would release the twin's lease too
+		p.releaseByName()
+	case r < 89 && p.w.cfg.misdirect:
+		p.misdirectedPut()
 	}
 }
 
@@ -356,46 +502,97 @@ func (p *proc) drop() {
 // fencedWrite is the scenario fencing exists for: check the lease, maybe
 // pause, write stamped with the token.
 func (p *proc) fencedWrite() {
-	w := p.w
 	if p.claim() <= 0 {
 		return
 	}
-	if p.rnd.Float64() < w.cfg.pauseCheck {
-		p.pause(time.Duration(p.rnd.Int64N(int64(w.cfg.maxPause))))
+	p.w.fenced(p, p.rnd, p.ep.lease, p.ep.token, false, &p.lastVersion)
+}
+
+// fencedDelete deletes the register's content under the token.
+func (p *proc) fencedDelete() {
+	if p.claim() <= 0 {
+		return
+	}
+	p.w.fenced(p, p.rnd, p.ep.lease, p.ep.token, true, &p.lastVersion)
+}
+
+// fenced writes (or deletes) lease k's register with token, after a pause
+// with chance pauseCheck, and records the operation.
+func (w *world) fenced(p *proc, rnd *rand.Rand, k int, tok uint64, del bool, lastVersion *string) {
+	if rnd.Float64() < w.cfg.pauseCheck {
+		p.pause(time.Duration(rnd.Int64N(int64(w.cfg.maxPause))))
 		_ = p.awaitRunning(context.Background())
 	}
-	tok := p.ep.token
-	p.writes++
-	value := fmt.Sprintf("p%d/t%d/w%d", p.id, tok, p.writes)
-	key := registerKey(p.ep.lease)
+	n := p.writes.Add(1)
+	value := fmt.Sprintf("p%d/t%d/w%d", p.id, tok, n)
+	key := registerKey(k)
 	ctx, cancel := p.opCtx()
 	defer cancel()
-	opts := fence.Options{}
-	if p.lastVersion != "" && p.rnd.IntN(2) == 0 {
-		opts.LastVersion = p.lastVersion
+	// Every payload is unique, as S3 requires of in-place fencing.
+	opts := fence.Options{UniquePayloads: true}
+	if *lastVersion != "" && rnd.IntN(2) == 0 {
+		opts.LastVersion = *lastVersion
 	}
-	w.count("fenced-put")
 	call := w.now()
 	var res providers.WriteResult
 	var err error
-	if w.cfg.unfenced {
+	switch {
+	case del:
+		w.count("fenced-delete")
+		value = ""
+		err = fence.Delete(ctx, p.store, key, tok, opts)
+	case w.cfg.unfenced:
+		w.count("fenced-put")
 		res, err = unfencedPut(ctx, p.store, key, tok, []byte(value))
-	} else {
+	default:
+		w.count("fenced-put")
 		res, err = fence.Put(ctx, p.store, key, tok, []byte(value), opts)
 	}
-	op := regOp{proc: p.id, call: call, ret: w.now(), write: true, token: tok, value: value, out: classify(err)}
+	op := regOp{proc: p.id, call: call, ret: w.now(), write: true, del: del, token: tok, value: value, out: classify(err)}
 	var se *fence.StaleError
 	if errors.As(err, &se) {
 		op.highest = se.Highest
 	}
-	if err == nil {
-		p.lastVersion = res.Version
+	*lastVersion = ""
+	if err == nil && !del {
+		*lastVersion = res.Version
 	}
 	w.mu.Lock()
-	w.reg[p.ep.lease] = append(w.reg[p.ep.lease], op)
+	w.reg[k] = append(w.reg[k], op)
 	w.mu.Unlock()
-	w.count("fenced-put " + op.out.String())
-	w.logf(p, "fenced put %s token %d %q: %v (%v)", key, tok, value, op.out, err)
+	what := "put"
+	if del {
+		what = "delete"
+	}
+	w.count("fenced-" + what + " " + op.out.String())
+	w.logf(p, "fenced %s %s token %d %q: %v (%v)", what, key, tok, value, op.out, err)
+}
+
+// misdirectedPut is a holder's mistake: a fenced write at the key of its
+// lease's own record. The record must survive it.
+func (p *proc) misdirectedPut() {
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	p.w.count("misdirected-put")
+	_, err := fence.Put(ctx, p.store, leaseKey(p.ep.lease), p.ep.token, []byte("oops"), fence.Options{UniquePayloads: true})
+	p.w.logf(p, "fenced put at the lease's own key %s token %d: %v", leaseKey(p.ep.lease), p.ep.token, err)
+}
+
+// releaseByName releases the lease by holder name, as the CLI's release
+// command does from another process, and lets go of the Lease.
+func (p *proc) releaseByName() {
+	w := p.w
+	w.mu.Lock()
+	p.ep.cut = w.now()
+	w.mu.Unlock()
+	ctx, cancel := p.opCtx()
+	defer cancel()
+	w.count("release-by-name")
+	call := w.now()
+	err := p.byName[p.ep.lease].Release(ctx)
+	w.released(p, call, err)
+	w.logf(p, "release %s by holder name %s: %v", leaseKey(p.ep.lease), p.byName[p.ep.lease].Holder(), err)
+	p.drop()
 }
 
 // classify says what a writer knows about its write from the error.
@@ -529,7 +726,9 @@ func (p *proc) release() {
 	ctx, cancel := p.opCtx()
 	defer cancel()
 	w.count("release")
+	call := w.now()
 	err := p.lease.Release(ctx)
+	w.released(p, call, err)
 	w.logf(p, "release %s token %d: %v", leaseKey(p.ep.lease), p.ep.token, err)
 	p.lease, p.ep = nil, nil
 	if w.cfg.leases > 1 && p.rnd.IntN(2) == 0 {
@@ -538,15 +737,28 @@ func (p *proc) release() {
 }
 
 // newWorld builds a run's store and processes; it must be called inside
-// the bubble, whose clock is the simulation's real time.
-func newWorld(cfg config) (*world, error) {
-	w := &world{cfg: cfg, start: time.Now(), reg: make([][]regOp, cfg.leases), ops: map[string]int64{}}
-	w.store = mem.New()
-	w.audit = &auditStore{Store: w.store}
+// the bubble, whose clock is the simulation's real time. dir is an empty
+// directory for the file store.
+func newWorld(cfg config, dir string) (*world, error) {
+	w := &world{cfg: cfg, start: time.Now(), nkeys: cfg.leases + 1, ops: map[string]int64{}, audit: &auditLog{}}
+	w.reg = make([][]regOp, w.nkeys)
 	r := rand.New(rand.NewPCG(cfg.seed, 0x5eed))
+	var roots []providers.Store
+	if cfg.model == "file" {
+		wall := newWallClock(rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), w.start, 3*cfg.ttl)
+		var err error
+		if roots, err = fileRoots(dir, wall, w.audit, rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))); err != nil {
+			return nil, err
+		}
+	} else {
+		roots = []providers.Store{newModel(cfg.model, r.Uint64(), w.audit)}
+	}
+	w.store = roots[len(roots)-1]
+	var shared []uint64 // Options.Rand seeds of the previous process, for sharedRand
 	for i := range cfg.clients {
 		p := &proc{w: w, id: i,
 			rnd:     rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
+			cbRnd:   rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
 			gateRnd: rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
 			clock:   newDriftClock(rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), cfg.drift, w.start),
 			target:  r.IntN(cfg.leases),
@@ -557,7 +769,8 @@ func newWorld(cfg config) (*world, error) {
 		f := cfg.faults
 		write := faulty.Rates{Precondition: 0.002 * f, Conflict: 0.01 * f, Throttled: 0.01 * f, Unknown: 0.01 * f, LostReply: 0.02 * f, Stall: 0.002 * f, Delay: 0.01 * f}
 		read := faulty.Rates{Throttled: 0.01 * f, Unknown: 0.01 * f, Stall: 0.002 * f, Delay: 0.01 * f}
-		inner, err := faulty.New(w.audit, faulty.Config{Seed: r.Uint64(), Default: read,
+		root := roots[i%len(roots)]
+		inner, err := faulty.New(root, faulty.Config{Seed: r.Uint64(), Default: read,
 			Ops:      map[faulty.Op]faulty.Rates{faulty.Create: write, faulty.Replace: write, faulty.Delete: write},
 			MinDelay: 100 * time.Millisecond, MaxDelay: cfg.ttl})
 		if err != nil {
@@ -569,10 +782,22 @@ func newWorld(cfg config) (*world, error) {
 			return nil, err
 		}
 		p.faults = []*faulty.Store{outer, inner}
-		p.store = &gateStore{Store: outer, raw: w.audit, p: p, calm: &w.calm}
-		for k := range cfg.leases {
-			opts := objlease.Options{TTL: cfg.ttl, DriftBound: cfg.drift, Holder: fmt.Sprintf("p%d", i),
-				Clock: p.clock, Rand: rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))}
+		p.store = &gateStore{Store: outer, raw: root, p: p, calm: &w.calm}
+		seeds := make([]uint64, 2*w.nkeys)
+		for j := range seeds {
+			seeds[j] = r.Uint64()
+		}
+		holder := fmt.Sprintf("p%d", i)
+		if cfg.sharedRand && i%2 == 1 {
+			// Two processes configured alike: one Options.Rand seed, one
+			// holder name.
+			seeds, holder = shared, fmt.Sprintf("p%d", i-1)
+		}
+		shared = seeds
+		force := cfg.force && i%3 == 0
+		for k := range w.nkeys {
+			opts := objlease.Options{TTL: cfg.ttl, DriftBound: cfg.drift, Holder: holder,
+				Clock: p.clock, Rand: rand.New(rand.NewPCG(seeds[2*k], seeds[2*k+1])), Force: force}
 			if cfg.storeClock {
 				opts.StoreClock = &objlease.StoreClockRule{}
 			}
@@ -580,20 +805,32 @@ func newWorld(cfg config) (*world, error) {
 			if err != nil {
 				return nil, err
 			}
+			opts.Rand = rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))
+			byName, err := objlease.New(p.store, leaseKey(k), opts)
+			if err != nil {
+				return nil, err
+			}
 			p.clients = append(p.clients, c)
+			p.byName = append(p.byName, byName)
+			p.opts = append(p.opts, opts)
 		}
 		w.procs = append(w.procs, p)
 	}
 	return w, nil
 }
 
-// runWorld runs the processes for the configured duration, then lets
-// every one of them release what it holds with the faults switched off.
+// run runs the processes (and the operator, if any) for the configured
+// duration, then lets every one of them release what it holds with the
+// faults switched off.
 func (w *world) run() {
 	var wg sync.WaitGroup
 	for _, p := range w.procs {
 		wg.Add(1)
 		go p.run(&wg)
+	}
+	if w.cfg.operator > 0 {
+		wg.Add(1)
+		go w.operate(&wg, rand.New(rand.NewPCG(w.cfg.seed, 0x0fe7a)))
 	}
 	time.Sleep(w.cfg.duration)
 	w.mu.Lock()

@@ -1,0 +1,60 @@
+package sim
+
+import (
+	"flag"
+	"slices"
+	"strings"
+)
+
+var flagStrict = flag.Bool("sim.strict", false, "excuse nothing: report every violation, gated ones included")
+
+// gate excuses, in the short run only, the violations a known fault of
+// the library causes in runs of the shape that exposes it, until its fix
+// is in the tree: then the gate is deleted. The long run, and the short
+// one with -sim.strict, excuse nothing.
+type gate struct {
+	fault string // what is wrong, and the safeguard switch of its fix if it has one
+	kinds []string
+	shape func(config) bool
+}
+
+// gates lists the faults whose fixes are not in this tree yet.
+var gates = []gate{
+	// Release reports the lease lost ("the record changed under this
+	// holder before release") when its released record landed, its reply
+	// was lost or its retry was refused, and a successor took the lease, if
+	// the holder sees the successor only after its own validity ended:
+	// an outcome it cannot know reported as a definite loss.
+	{"a landed release reported as lost", []string{vMisreported},
+		func(c config) bool { return true }},
+	// A renewal whose write reaches the store late, after the call that
+	// sent it has given up (its retry refused or failed), is not
+	// recognised by the next renewal, which writes against the version
+	// before it and ends the lease as lost: the record is the holder's
+	// own.
+	{"a late write of an earlier renewal reported as lost", []string{vLateLost},
+		func(c config) bool { return c.lateWrites > 0 }},
+}
+
+// excused returns the violations no gate excuses, and the faults of the
+// gates that excused the others.
+func excused(cfg config, vs []violation) (left []violation, by []string) {
+	if *flagStrict {
+		return vs, nil
+	}
+	for _, v := range vs {
+		i := slices.IndexFunc(gates, func(g gate) bool { return g.shape(cfg) && slices.Contains(g.kinds, v.kind) })
+		if i < 0 {
+			left = append(left, v)
+		} else if !slices.Contains(by, gates[i].fault) {
+			by = append(by, gates[i].fault)
+		}
+	}
+	return left, by
+}
+
+// pending reports whether a gate still waits for the fix of the named
+// safeguard switch.
+func pending(name string) bool {
+	return slices.ContainsFunc(gates, func(g gate) bool { return strings.Contains(g.fault, "("+name+")") })
+}
