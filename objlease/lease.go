@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -261,6 +260,16 @@ func (l *Lease) renew(ctx context.Context) error {
 	l.mu.Unlock()
 	sent := l.c.opts.Clock.Now()
 	res, err := l.c.put(ctx, &next, version)
+	if errors.Is(err, providers.ErrPrecondition) {
+		// An earlier renewal whose call gave up may have landed since,
+		// moving the version on: the record is then still this lease's
+		// own, and this renewal goes over it. Validity is counted from
+		// this renewal's send, so adopting the late write extends nothing.
+		if v, ok := l.lateOwnWrite(ctx, next.Token); ok {
+			sent = l.c.opts.Clock.Now()
+			res, err = l.c.put(ctx, &next, v)
+		}
+	}
 	l.c.recordRenew(l.c.opts.Clock.Now().Sub(sent), err)
 	if errors.Is(err, providers.ErrPrecondition) {
 		return fmt.Errorf("%w: lease %q: %w: %w", ErrLeaseLost, l.c.key, errRefused, err)
@@ -339,10 +348,23 @@ func (l *Lease) Release(ctx context.Context) error {
 				o, rerr = l.c.read(ctx)
 			}
 		}
-		if errors.Is(err, providers.ErrPrecondition) && rerr == nil && uncertain && successor(o, next.Token, validUntil) {
-			// The release landed, its reply was lost, and the lease was
-			// taken after it.
-			err = nil
+		if errors.Is(err, providers.ErrPrecondition) && uncertain {
+			switch {
+			case rerr == nil && successor(o, next.Token, validUntil):
+				// The release landed, its reply was lost, and the lease
+				// was taken after it.
+				err = nil
+			case rerr == nil && broken(o, next.Token, validUntil):
+				// Broken by an operator while held: lost, as reported below.
+			default:
+				// Seen only after this holder's validity, or not seen at
+				// all: the release may have landed, or the lease expired
+				// and was taken. Say so rather than report a loss that
+				// may not have happened.
+				err = fmt.Errorf("lease %q: %w: the release's reply was lost, and it could not be told whether it landed before the lease was taken (%w)", l.c.key, ErrAmbiguous, err)
+				l.end(err)
+				return err
+			}
 		}
 	}
 	if errors.Is(err, providers.ErrPrecondition) {
@@ -360,6 +382,23 @@ func (l *Lease) Release(ctx context.Context) error {
 	return nil
 }
 
+// lateOwnWrite re-reads the record after a refused renewal and returns its
+// version if it carries one of this lease's unconfirmed renewals.
+func (l *Lease) lateOwnWrite(ctx context.Context, token uint64) (string, bool) {
+	if !safeguards.OwnWriteCheck.Load() {
+		return "", false
+	}
+	l.mu.Lock()
+	own := append([]string{l.rec.Nonce}, l.unsure...)
+	l.mu.Unlock()
+	o, err := l.c.read(ctx)
+	if err != nil || !l.ownWrite(o, token, own) {
+		return "", false
+	}
+	l.c.log.Info("an earlier renewal landed late; renewing over it", slog.Uint64("token", token))
+	return o.version, true
+}
+
 // ownWrite reports whether o is a held record that carries one of this
 // lease's own writes (its holder and one of the nonces it wrote), so that
 // this holder may replace it although its version is not the one it knows.
@@ -374,10 +413,23 @@ func (l *Lease) ownWrite(o *observation, token uint64, nonces []string) bool {
 }
 
 // successor reports whether o proves that this holder's release of token
-// landed: o is the next token, written by an acquirer (Break names no
-// holder), first seen while this holder's validity still ran. Within its
-// validity nobody takes over a held record of this holder's, so the lease
-// can only have been acquired after the release.
+// landed: o carries a higher token, first seen while this holder's validity
+// still ran. Within its validity nobody takes over a held record of this
+// holder's, so the lease can only have been acquired after the release
+// (however many holders came since), or broken by an operator. The broken
+// record itself (the next token, no holder) is told apart and reported
+// lost; a break that someone has already acquired over looks like a
+// release followed by two acquisitions, and is reported released: the
+// lease is over either way.
 func successor(o *observation, token uint64, validUntil time.Time) bool {
-	return o.rec != nil && token < math.MaxUint64 && o.rec.Token == token+1 && o.rec.Holder != "" && o.since.Before(validUntil)
+	if o.rec == nil || o.rec.Token <= token || !o.since.Before(validUntil) {
+		return false
+	}
+	return !broken(o, token, validUntil)
+}
+
+// broken reports whether o is the record Break writes over token (the next
+// token, no holder), seen while this holder's validity still ran.
+func broken(o *observation, token uint64, validUntil time.Time) bool {
+	return o.rec != nil && o.rec.Token == token+1 && o.rec.Holder == "" && o.since.Before(validUntil)
 }

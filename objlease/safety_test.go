@@ -533,8 +533,9 @@ func TestLandedReleaseTakenOverIsReleased(t *testing.T) {
 	lb.Release(ctx)
 }
 
-// A release refused because the lease was broken and taken over is a lost
-// lease, even when a reply was lost on the way.
+// A release refused because the lease was broken is a lost lease, even when
+// a reply was lost on the way: the broken record (the next token, no
+// holder) cannot follow a release.
 func TestReleaseAfterBreakIsLost(t *testing.T) {
 	ctx := context.Background()
 	m, hs := newMem()
@@ -546,13 +547,44 @@ func TestReleaseAfterBreakIsLost(t *testing.T) {
 	if _, err := newClient(t, m, "op", clk).Break(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lb, err := newClient(t, m, "b", clk).TryAcquire(ctx)
-	if err != nil || lb.Token() != 3 {
-		t.Fatalf("b: %v", err)
-	}
-	defer lb.Release(ctx)
 	lostReply(hs, "replace", false, providers.ErrUnknownOutcome)
 	if err := l.Release(ctx); !errors.Is(err, objlease.ErrLeaseLost) {
 		t.Fatalf("release after a break: %v, want ErrLeaseLost", err)
 	}
+}
+
+// A release that landed, whose reply was lost, after which two more holders
+// came and went before the re-read, is a release: within the holder's
+// validity nothing but its own release lets anyone acquire.
+func TestLandedReleaseThenTwoHoldersIsReleased(t *testing.T) {
+	ctx := context.Background()
+	m, hs := newMem()
+	clk := clock.NewFake(epoch)
+	l, err := newClient(t, hs, "a", clk).TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The release lands; before its re-read, b acquires and releases and c
+	// acquires.
+	var lc *objlease.Lease
+	hs.setHooks(nil, func(op, key string, err error) error {
+		if op == "replace" && err == nil && lc == nil {
+			lb, berr := newClient(t, m, "b", clk).TryAcquire(ctx)
+			if berr != nil {
+				t.Fatalf("b: %v", berr)
+			}
+			if berr := lb.Release(ctx); berr != nil {
+				t.Fatalf("b release: %v", berr)
+			}
+			if lc, berr = newClient(t, m, "c", clk).TryAcquire(ctx); berr != nil || lc.Token() != 3 {
+				t.Fatalf("c: %v", berr)
+			}
+			return providers.Wrap(op, key, providers.ErrUnknownOutcome, errors.New("connection reset"))
+		}
+		return err
+	})
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("release that landed: %v, want nil", err)
+	}
+	lc.Release(ctx)
 }

@@ -236,7 +236,10 @@ func (c *cli) release(l *objlease.Lease) error {
 	ctx, cancel := context.WithTimeout(context.Background(), l.Record().TTL())
 	defer cancel()
 	err := l.Release(ctx)
-	if err != nil && !errors.Is(err, objlease.ErrLeaseLost) {
+	switch {
+	case errors.Is(err, objlease.ErrAmbiguous):
+		c.log.Warn("release outcome unknown; the lease has been taken since", slog.Any("err", err))
+	case err != nil && !errors.Is(err, objlease.ErrLeaseLost):
 		c.log.Warn("lease not released; it expires after its TTL", slog.Any("err", err))
 	}
 	return err

@@ -123,3 +123,20 @@ func TestRenewConcurrentWithBackgroundRenewal(t *testing.T) {
 		_ = l.Release(context.Background())
 	})
 }
+
+// Seeds of the widened simulation that found faults of outcome reporting,
+// replayed on every run:
+//   - 48, 251: a release landed, its reply was lost, and successors took
+//     the lease (seen within the holder's validity in 48, after it in 251);
+//     Release reported the lease lost. Now: released (48), ErrAmbiguous (251).
+//   - 2441: a renewal's write reached the store after its call had given
+//     up; the next renewal, refused by it, ended the lease as lost though
+//     the record was the holder's own. Now the next renewal goes over it.
+func TestOutcomeFindingSeeds(t *testing.T) {
+	for _, seed := range []uint64{48, 251, 2441} {
+		r := simulate(t, configFor(seed))
+		for _, v := range r.violations {
+			t.Errorf("seed %d: %s: %s", seed, v.kind, v.msg)
+		}
+	}
+}
