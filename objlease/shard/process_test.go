@@ -53,6 +53,14 @@ func (c *counting) List(ctx context.Context, p, t string, n int) (providers.List
 
 const benchTTL = 2 * time.Second
 
+// benchRound is the round interval: SHARD_BENCH_ROUND, default 200ms.
+func benchRound() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("SHARD_BENCH_ROUND")); err == nil {
+		return d
+	}
+	return 200 * time.Millisecond
+}
+
 func benchShards(m int) []string {
 	ids := make([]string, m)
 	for i := range ids {
@@ -69,6 +77,7 @@ func TestWorkerProcess(t *testing.T) {
 		return
 	}
 	m, _ := strconv.Atoi(os.Getenv("SHARD_BENCH_M"))
+	round := benchRound()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	b, prefix, err := providers.Open(ctx, url)
@@ -77,7 +86,7 @@ func TestWorkerProcess(t *testing.T) {
 	}
 	store := &counting{Store: b}
 	w, err := shard.New(shard.Config{Store: store, Prefix: prefix, Member: name, Shards: benchShards(m),
-		Options: objlease.Options{TTL: benchTTL, PollInterval: 200 * time.Millisecond},
+		Options: objlease.Options{TTL: benchTTL, PollInterval: round},
 		Work:    func(ctx context.Context, s *shard.Shard) { <-ctx.Done() }})
 	if err != nil {
 		t.Fatal(err)
@@ -211,8 +220,8 @@ func TestProcessBench(t *testing.T) {
 		}
 		p.cmd.Wait()
 	}
-	t.Logf("survivors sent %d requests in %v: %.0f requests per shard-hour (M=%d, TTL %v, round 200ms)",
-		total, elapsed.Round(time.Second), float64(total)/elapsed.Hours()/m, m, benchTTL)
+	t.Logf("survivors sent %d requests in %v: %.0f requests per shard-hour (M=%d, TTL %v, round %v)",
+		total, elapsed.Round(time.Second), float64(total)/elapsed.Hours()/m, m, benchTTL, benchRound())
 }
 
 func lastHash(s string) int {
