@@ -388,9 +388,22 @@ func TestGracefulLeaveReleasesAtOnce(t *testing.T) {
 	}
 	g.settle(names(4)...)
 	leaving := g.nodes["w4"]
+	handed := leaving.w.Owned()
 	before := g.chk.count()
 	leaving.cancel()
 	g.waitStopped(leaving)
+	if len(leaving.w.Owned()) != 0 {
+		t.Fatalf("still owns %v after Run returned", leaving.w.Owned())
+	}
+	for _, id := range handed {
+		c, err := objlease.New(g.store, shard.ShardKey(g.prefix, id), objlease.Options{Clock: g.clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := c.Inspect(context.Background()); err != nil || (st.Record.State == objlease.StateHeld && st.Record.Holder == "w4") {
+			t.Fatalf("shard %s after its owner left: %+v, %v; want released (or taken by another)", id, st.Record, err)
+		}
+	}
 	obs, err := objlease.New(g.store, shard.MemberKey(g.prefix, "w4"), objlease.Options{Clock: g.clk})
 	if err != nil {
 		t.Fatal(err)
