@@ -51,7 +51,14 @@ func (c *counting) List(ctx context.Context, p, t string, n int) (providers.List
 	return c.Store.List(ctx, p, t, n)
 }
 
-const benchTTL = 2 * time.Second
+// benchTTL is the leases' TTL: SHARD_BENCH_TTL, default 2s (GCS, which
+// allows one write per second to an object, needs 6s or more).
+var benchTTL = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("SHARD_BENCH_TTL")); err == nil {
+		return d
+	}
+	return 2 * time.Second
+}()
 
 // benchRound is the round interval: SHARD_BENCH_ROUND, default 200ms.
 func benchRound() time.Duration {
@@ -116,6 +123,7 @@ func TestProcessBench(t *testing.T) {
 	spawn := func(name string) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.v=false")
 		cmd.Env = append(os.Environ(), "SHARD_BENCH_URL="+url, "SHARD_BENCH_MEMBER="+name, "SHARD_BENCH_M="+strconv.Itoa(m))
+		cmd.Stderr = os.Stderr // a worker that fails says why
 		out, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
