@@ -1,0 +1,564 @@
+// Package shard shares a set of shards (partitions, tenants, date ranges)
+// among the workers of a group through leases in one bucket, as the Kinesis
+// Client Library's lease table or a Kafka consumer group do, but on any
+// store objlease supports and with a fencing token per shard.
+//
+// A group lives under a prefix:
+//
+//	PREFIX/members/<member>   one lease per live worker (its heartbeat)
+//	PREFIX/shards/<id>        one lease per shard; its holder owns the shard
+//
+// Every record is an ordinary objlease lease record, so objlease inspect and
+// list work on them, and a shard's lease token fences its output (fence.Put
+// or fence.Batch with Shard.Token).
+//
+// Each worker, every round (Options.PollInterval), counts the live members
+// (N) and the shards (M), reads who holds each shard, and moves toward a
+// balanced assignment in which every member owns floor(M/N) or ceil(M/N)
+// shards: the M mod N members that own the most (ties by name) are meant to
+// own the ceiling, the rest the floor. A worker above its share releases the
+// excess; one below it takes free, released or expired shards. Nobody ever
+// takes a shard whose lease is live, so a shard moves only when its owner
+// lets it go or dies, and in a balanced group nobody moves anything.
+//
+// A worker that owns a shard runs Config.Work for it with a context that
+// ends before anyone else can own the shard: when the worker hands the shard
+// over (rebalancing, shutdown) the context is cancelled, the worker waits for
+// Work to return, and only then releases the lease; when the lease is lost
+// the context ends no later than the end of its safe validity. Work that
+// goes on acting after its context ended is stopped only by fencing.
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/objlease/objlease/internal/safeguards"
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/providers"
+)
+
+// ErrInvalidConfig: the Config is incomplete or inconsistent.
+var ErrInvalidConfig = errors.New("invalid shard group config")
+
+// errHandingOver is the cause of a Work context when this worker hands its
+// shard over: the shard's lease is about to be released.
+var errHandingOver = fmt.Errorf("%w: handing the shard over", objlease.ErrReleased)
+
+// Config configures a Worker.
+type Config struct {
+	// Store holds the group's records.
+	Store providers.Store
+	// Prefix is the group's key prefix; records live under PREFIX/members/
+	// and PREFIX/shards/.
+	Prefix string
+	// Member names this worker in the group and is the holder of its
+	// leases. It must be unique among live workers. Default: as
+	// objlease.Options.Holder.
+	Member string
+	// Shards is the shard set. If nil, the set is the shards whose records
+	// exist under PREFIX/shards/ (see Define), listed every round.
+	Shards []string
+	// Options set the timings of every lease (TTL, RenewInterval,
+	// PollInterval, DriftBound, StoreClock), the clock, logger and jitter
+	// source. Holder and Data are ignored. PollInterval is the round
+	// interval. Every worker of a group should use the same TTL.
+	Options objlease.Options
+	// Work runs in its own goroutine for each shard this worker comes to
+	// own. ctx ends when the shard is to be handed over or its lease is
+	// lost; the worker releases the lease only after Work has returned.
+	Work func(ctx context.Context, s *Shard)
+}
+
+// Shard is one shard owned by this worker.
+type Shard struct {
+	ID    string
+	Lease *objlease.Lease
+}
+
+// Token returns the shard lease's fencing token: stamp it on every write of
+// the shard's output.
+func (s *Shard) Token() uint64 { return s.Lease.Token() }
+
+// Worker is one member of a group.
+type Worker struct {
+	cfg    Config
+	log    *slog.Logger
+	opts   objlease.Options
+	member string
+	rndMu  sync.Mutex
+	seed   *rand.Rand // seeds each client's own jitter source; guarded by rndMu
+
+	memberClient *objlease.Client
+	memberLease  *objlease.Lease
+	peers        map[string]*objlease.Client // member key -> observer
+	shards       map[string]*objlease.Client // shard id -> client
+
+	mu    sync.Mutex
+	owned map[string]*owned
+}
+
+type owned struct {
+	shard  *Shard
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// MembersPrefix returns the key prefix of a group's membership records.
+func MembersPrefix(prefix string) string { return join(prefix, "members/") }
+
+// ShardsPrefix returns the key prefix of a group's shard records.
+func ShardsPrefix(prefix string) string { return join(prefix, "shards/") }
+
+// ShardKey returns the key of a shard's lease record.
+func ShardKey(prefix, id string) string { return ShardsPrefix(prefix) + id }
+
+// MemberKey returns the key of a member's heartbeat record.
+func MemberKey(prefix, member string) string {
+	return MembersPrefix(prefix) + url.PathEscape(member)
+}
+
+func join(prefix, sub string) string {
+	if prefix == "" || strings.HasSuffix(prefix, "/") {
+		return prefix + sub
+	}
+	return prefix + "/" + sub
+}
+
+// New validates cfg and returns a Worker; Run makes it join the group.
+func New(cfg Config) (*Worker, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, fmt.Errorf("%w: Store is nil", ErrInvalidConfig)
+	case cfg.Work == nil:
+		return nil, fmt.Errorf("%w: Work is nil", ErrInvalidConfig)
+	}
+	for _, id := range cfg.Shards {
+		if id == "" {
+			return nil, fmt.Errorf("%w: empty shard id", ErrInvalidConfig)
+		}
+	}
+	w := &Worker{cfg: cfg, peers: map[string]*objlease.Client{}, shards: map[string]*objlease.Client{}, owned: map[string]*owned{}}
+	w.opts = cfg.Options
+	w.seed = cfg.Options.Rand
+	if w.seed == nil {
+		w.seed = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	w.opts.Data = nil
+	w.opts.Holder = cfg.Member
+	mc, err := w.client(MemberKey(cfg.Prefix, cfg.Member))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Member == "" {
+		// The default holder, also for the shard leases.
+		w.opts.Holder = mc.Holder()
+		if mc, err = w.client(MemberKey(cfg.Prefix, w.opts.Holder)); err != nil {
+			return nil, err
+		}
+	}
+	w.member = mc.Holder()
+	w.memberClient = mc
+	w.opts = mc.Options()
+	w.opts.Rand = nil // each client gets its own, from w.seed
+	w.log = w.opts.Logger.With(slog.String("group", cfg.Prefix), slog.String("member", w.member))
+	return w, nil
+}
+
+// client returns a client for key with the worker's options and a jitter
+// source of its own: a *rand.Rand is not safe to share between clients.
+func (w *Worker) client(key string) (*objlease.Client, error) {
+	o := w.opts
+	w.rndMu.Lock()
+	o.Rand = rand.New(rand.NewPCG(w.seed.Uint64(), w.seed.Uint64()))
+	w.rndMu.Unlock()
+	return objlease.New(w.cfg.Store, key, o)
+}
+
+// Member returns this worker's name in the group.
+func (w *Worker) Member() string { return w.member }
+
+// Owned returns the ids of the shards this worker owns, sorted.
+func (w *Worker) Owned() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]string, 0, len(w.owned))
+	for id := range w.owned {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Run joins the group and rebalances every round until ctx ends. It then
+// hands every shard back (cancelling each Work context, waiting for Work
+// to return, releasing the lease) and leaves the group, so that the others
+// can take the shards at once.
+func (w *Worker) Run(ctx context.Context) error {
+	for {
+		w.round(ctx)
+		if w.memberClient.Wait(ctx, w.opts.PollInterval) != nil {
+			break
+		}
+	}
+	bg := context.WithoutCancel(ctx)
+	var wg sync.WaitGroup
+	for _, o := range w.snapshot() {
+		wg.Go(func() { w.release(bg, o) })
+	}
+	wg.Wait()
+	if l := w.memberLease; l != nil {
+		if err := l.Release(bg); err != nil && !errors.Is(err, objlease.ErrLeaseLost) {
+			w.log.Warn("leaving the group failed; the membership record will expire", slog.Any("err", err))
+		}
+		w.memberLease = nil
+	}
+	return nil
+}
+
+func (w *Worker) snapshot() []*owned {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	os := make([]*owned, 0, len(w.owned))
+	for _, o := range w.owned {
+		os = append(os, o)
+	}
+	return os
+}
+
+// round is one step toward balance.
+func (w *Worker) round(ctx context.Context) {
+	w.reap()
+	if ctx.Err() != nil {
+		return
+	}
+	if w.memberLease == nil || w.memberLease.Err() != nil {
+		l, err := w.memberClient.TryAcquire(ctx)
+		if err != nil {
+			w.memberLease = nil
+			w.log.Debug("cannot join the group yet", slog.Any("err", err))
+		} else {
+			w.memberLease = l
+		}
+	}
+	members, err := w.liveMembers(ctx)
+	if err != nil {
+		w.log.Warn("cannot list the group's members", slog.Any("err", err))
+		return
+	}
+	ids, err := w.shardIDs(ctx)
+	if err != nil {
+		w.log.Warn("cannot list the group's shards", slog.Any("err", err))
+		return
+	}
+	mine := w.Owned()
+	inSet := map[string]bool{}
+	for _, id := range ids {
+		inSet[id] = true
+	}
+	for _, id := range mine {
+		if !inSet[id] { // removed from the set
+			w.releaseID(ctx, id)
+		}
+	}
+	holders, err := w.scan(ctx, ids)
+	if err != nil {
+		w.log.Warn("cannot read the group's shards", slog.Any("err", err))
+		return
+	}
+	mine = w.Owned()
+	if w.memberLease == nil {
+		return // not a member: others do not count this worker, so it takes nothing
+	}
+	counts := map[string]int{}
+	for _, m := range members {
+		counts[m] = 0
+	}
+	for _, h := range holders {
+		if _, ok := counts[h]; ok && h != w.member {
+			counts[h]++
+		}
+	}
+	counts[w.member] = len(mine)
+	target := Target(w.member, counts, len(ids))
+	switch {
+	case len(mine) > target:
+		slices.SortFunc(mine, func(a, b string) int { return cmpScore(w.member, a, b) })
+		for _, id := range mine[:len(mine)-target] {
+			w.releaseID(ctx, id)
+		}
+	case len(mine) < target:
+		var free []string
+		for _, id := range ids {
+			if h, ok := holders[id]; ok && h == "" {
+				free = append(free, id)
+			}
+		}
+		slices.SortFunc(free, func(a, b string) int { return cmpScore(w.member, b, a) })
+		for need := target - len(mine); need > 0 && len(free) > 0; free = free[1:] {
+			if w.take(ctx, free[0]) {
+				need--
+			}
+		}
+	}
+}
+
+// Target returns the number of shards member should own, given how many
+// each live member owns now (counts, including member) and the number of
+// shards m: floor(m/n) or ceil(m/n). The m mod n members owning the most,
+// ties broken by name, are meant to own the ceiling, so that a balanced
+// group stays as it is and an unbalanced one moves as few shards as it can.
+func Target(member string, counts map[string]int, m int) int {
+	n := len(counts)
+	if n == 0 {
+		return 0
+	}
+	names := make([]string, 0, n)
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if counts[names[i]] != counts[names[j]] {
+			return counts[names[i]] > counts[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	t := m / n
+	if i := slices.Index(names, member); i >= 0 && i < m%n {
+		t++
+	}
+	return t
+}
+
+// cmpScore orders shard ids by their affinity to member (a rendezvous
+// hash): a worker keeps the shards it likes best and tries free ones in the
+// same order, so that the choice is deterministic and different workers
+// rarely race for one shard.
+func cmpScore(member, a, b string) int {
+	sa, sb := score(member, a), score(member, b)
+	switch {
+	case sa < sb:
+		return -1
+	case sa > sb:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+func score(member, id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(member))
+	h.Write([]byte{0})
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// liveMembers returns the members whose heartbeat is held and unexpired for
+// this worker, this worker included while it is a member.
+func (w *Worker) liveMembers(ctx context.Context) ([]string, error) {
+	prefix := MembersPrefix(w.cfg.Prefix)
+	var live []string
+	if w.memberLease != nil {
+		live = append(live, w.member)
+	}
+	err := each(ctx, w.cfg.Store, prefix, func(a providers.Attrs) error {
+		if a.Key == w.memberClient.Key() {
+			return nil
+		}
+		c, ok := w.peers[a.Key]
+		if !ok {
+			var err error
+			if c, err = w.client(a.Key); err != nil {
+				return err
+			}
+			w.peers[a.Key] = c
+		}
+		st, err := c.Inspect(ctx)
+		switch {
+		case errors.Is(err, objlease.ErrBadRecord), errors.Is(err, objlease.ErrNewerSchema), errors.Is(err, objlease.ErrFencedObject):
+			return nil // not a member record
+		case err != nil:
+			return err
+		}
+		if r := st.Record; r != nil && r.State == objlease.StateHeld && st.ExpiresIn > 0 && r.Holder != w.member {
+			live = append(live, r.Holder)
+		}
+		return nil
+	})
+	sort.Strings(live)
+	return slices.Compact(live), err
+}
+
+// shardIDs returns the shard set.
+func (w *Worker) shardIDs(ctx context.Context) ([]string, error) {
+	if w.cfg.Shards != nil {
+		return w.cfg.Shards, nil
+	}
+	prefix := ShardsPrefix(w.cfg.Prefix)
+	var ids []string
+	err := each(ctx, w.cfg.Store, prefix, func(a providers.Attrs) error {
+		ids = append(ids, strings.TrimPrefix(a.Key, prefix))
+		return nil
+	})
+	return ids, err
+}
+
+// scan reads every shard this worker does not own and returns its holder,
+// "" for a shard free to take (absent, released, or expired for this
+// worker). A shard that cannot be read is left out.
+func (w *Worker) scan(ctx context.Context, ids []string) (map[string]string, error) {
+	w.mu.Lock()
+	mine := map[string]bool{}
+	for id := range w.owned {
+		mine[id] = true
+	}
+	w.mu.Unlock()
+	holders := map[string]string{}
+	for _, id := range ids {
+		if mine[id] {
+			holders[id] = w.member
+			continue
+		}
+		c, err := w.shardClient(id)
+		if err != nil {
+			return nil, err
+		}
+		st, err := c.Inspect(ctx)
+		switch {
+		case errors.Is(err, providers.ErrNotFound):
+			holders[id] = ""
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			w.log.Warn("cannot read shard", slog.String("shard", id), slog.Any("err", err))
+		case st.Record == nil || st.Record.State != objlease.StateHeld || st.ExpiresIn <= 0:
+			holders[id] = ""
+		case st.Record.Holder == w.member:
+			// Ours by name but not by lease (an earlier run, or a write
+			// whose reply was lost): taken back once it expires.
+			holders[id] = "\x00" + w.member
+		default:
+			holders[id] = st.Record.Holder
+		}
+	}
+	return holders, nil
+}
+
+func (w *Worker) shardClient(id string) (*objlease.Client, error) {
+	if c, ok := w.shards[id]; ok {
+		return c, nil
+	}
+	c, err := w.client(ShardKey(w.cfg.Prefix, id))
+	if err != nil {
+		return nil, err
+	}
+	w.shards[id] = c
+	return c, nil
+}
+
+// take tries once to take shard id and starts its Work.
+func (w *Worker) take(ctx context.Context, id string) bool {
+	c, err := w.shardClient(id)
+	if err != nil {
+		return false
+	}
+	l, err := c.TryAcquire(ctx)
+	if err != nil {
+		if !errors.Is(err, objlease.ErrHeld) && ctx.Err() == nil {
+			w.log.Warn("cannot take shard", slog.String("shard", id), slog.Any("err", err))
+		}
+		return false
+	}
+	s := &Shard{ID: id, Lease: l}
+	cbCtx, cancel := context.WithCancelCause(l.Context())
+	o := &owned{shard: s, cancel: cancel, done: make(chan struct{})}
+	w.mu.Lock()
+	w.owned[id] = o
+	w.mu.Unlock()
+	w.log.Info("shard taken", slog.String("shard", id), slog.Uint64("token", l.Token()))
+	go func() {
+		defer close(o.done)
+		w.cfg.Work(cbCtx, s)
+	}()
+	return true
+}
+
+// reap forgets the shards whose leases were lost, once their Work returned.
+func (w *Worker) reap() {
+	for _, o := range w.snapshot() {
+		if o.shard.Lease.Err() == nil {
+			continue
+		}
+		select {
+		case <-o.done:
+		default:
+			continue // Work has not returned yet; the shard is not ours, nor free to take again
+		}
+		o.cancel(nil)
+		w.mu.Lock()
+		delete(w.owned, o.shard.ID)
+		w.mu.Unlock()
+		w.log.Warn("shard lost", slog.String("shard", o.shard.ID), slog.Any("err", o.shard.Lease.Err()))
+	}
+}
+
+func (w *Worker) releaseID(ctx context.Context, id string) {
+	w.mu.Lock()
+	o := w.owned[id]
+	w.mu.Unlock()
+	if o != nil {
+		w.release(context.WithoutCancel(ctx), o)
+	}
+}
+
+// release hands a shard over: Work's context ends, Work returns, and only
+// then is the lease released, so that the next owner's Work cannot start
+// while this one's runs.
+func (w *Worker) release(ctx context.Context, o *owned) {
+	l := o.shard.Lease
+	var err error
+	if safeguards.CallbackBeforeRelease.Load() {
+		o.cancel(errHandingOver)
+		<-o.done
+		err = l.Release(ctx)
+	} else {
+		err = l.Release(ctx)
+		o.cancel(errHandingOver)
+		<-o.done
+	}
+	if err != nil && !errors.Is(err, objlease.ErrLeaseLost) {
+		w.log.Warn("releasing shard failed; it will expire", slog.String("shard", o.shard.ID), slog.Any("err", err))
+	}
+	w.mu.Lock()
+	delete(w.owned, o.shard.ID)
+	w.mu.Unlock()
+	w.log.Info("shard released", slog.String("shard", o.shard.ID), slog.Uint64("token", l.Token()))
+}
+
+// each calls fn for every object under prefix, page by page.
+func each(ctx context.Context, store providers.Store, prefix string, fn func(providers.Attrs) error) error {
+	for page := ""; ; {
+		p, err := store.List(ctx, prefix, page, 1000)
+		if err != nil {
+			return err
+		}
+		for _, a := range p.Objects {
+			if err := fn(a); err != nil {
+				return err
+			}
+		}
+		if page = p.NextToken; page == "" {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,563 @@
+package shard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/objlease/objlease/internal/safeguards"
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/objlease/shard"
+	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/faulty"
+	"github.com/objlease/objlease/providers/mem"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const (
+	ttl   = 10 * time.Second
+	drift = 0.01
+)
+
+// killable is one worker's path to the store: while dead every request
+// fails, as for a process that stopped or was cut off. It notes when each
+// write to a key was last sent, so that a test can bound takeovers from
+// below.
+type killable struct {
+	providers.Store
+	clk  clock.Clock
+	dead atomic.Bool
+	mu   sync.Mutex
+	sent map[string]time.Time
+}
+
+var errCut = errors.New("cut off from the store")
+
+func (k *killable) write(op, key string, do func() error) error {
+	if k.dead.Load() {
+		return providers.Wrap(op, key, providers.ErrUnknownOutcome, errCut)
+	}
+	now := k.clk.Now()
+	err := do()
+	if err == nil {
+		k.mu.Lock()
+		k.sent[key] = now
+		k.mu.Unlock()
+	}
+	return err
+}
+
+func (k *killable) lastSent(key string) time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.sent[key]
+}
+
+func (k *killable) Get(ctx context.Context, key string, max int64) (*providers.Object, error) {
+	if k.dead.Load() {
+		return nil, providers.Wrap("get", key, errCut, nil)
+	}
+	return k.Store.Get(ctx, key, max)
+}
+
+func (k *killable) List(ctx context.Context, prefix, page string, n int) (providers.ListPage, error) {
+	if k.dead.Load() {
+		return providers.ListPage{}, providers.Wrap("list", prefix, errCut, nil)
+	}
+	return k.Store.List(ctx, prefix, page, n)
+}
+
+func (k *killable) Create(ctx context.Context, key string, data []byte, md map[string]string) (r providers.WriteResult, err error) {
+	err = k.write("create", key, func() error { r, err = k.Store.Create(ctx, key, data, md); return err })
+	return r, err
+}
+
+func (k *killable) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (r providers.WriteResult, err error) {
+	err = k.write("replace", key, func() error { r, err = k.Store.Replace(ctx, key, data, md, v); return err })
+	return r, err
+}
+
+func (k *killable) Delete(ctx context.Context, key, v string) error {
+	return k.write("delete", key, func() error { return k.Store.Delete(ctx, key, v) })
+}
+
+// checker records every Work call and fails the test if two run at once
+// for one shard: the next owner's Work must not start before the previous
+// owner's has returned.
+type checker struct {
+	t       *testing.T
+	clk     clock.Clock
+	linger  time.Duration // real time Work goes on after its context ends
+	mu      sync.Mutex
+	running map[string]string // shard -> member whose Work runs
+	starts  []start
+	overlap []string
+}
+
+type start struct {
+	shard, member string
+	token         uint64
+	at            time.Time
+}
+
+func newChecker(t *testing.T, clk clock.Clock) *checker {
+	return &checker{t: t, clk: clk, running: map[string]string{}}
+}
+
+func (c *checker) work(member string) func(ctx context.Context, s *shard.Shard) {
+	return func(ctx context.Context, s *shard.Shard) {
+		c.mu.Lock()
+		if other, ok := c.running[s.ID]; ok {
+			c.overlap = append(c.overlap, fmt.Sprintf("shard %s: %s started (token %d) while %s's Work still ran", s.ID, member, s.Token(), other))
+		}
+		c.running[s.ID] = member
+		c.starts = append(c.starts, start{s.ID, member, s.Token(), c.clk.Now()})
+		c.mu.Unlock()
+		<-ctx.Done()
+		time.Sleep(c.linger)
+		c.mu.Lock()
+		if c.running[s.ID] == member {
+			delete(c.running, s.ID)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// startsSince returns the Work starts from index i on.
+func (c *checker) startsSince(i int) []start {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]start(nil), c.starts[i:]...)
+}
+
+func (c *checker) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.starts)
+}
+
+func (c *checker) overlaps() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.overlap...)
+}
+
+type node struct {
+	w      *shard.Worker
+	store  *killable
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type group struct {
+	t      *testing.T
+	clk    *clock.Fake
+	store  providers.Store
+	ids    []string
+	chk    *checker
+	nodes  map[string]*node
+	prefix string
+	drift  float64
+	// overlapExpected: a test with a safeguard off, where the checker
+	// must see overlaps; cleanup does not fail the test for them.
+	overlapExpected bool
+}
+
+func newGroup(t *testing.T, store providers.Store, m int) *group {
+	clk := clock.NewFake(epoch)
+	ids := make([]string, m)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("s%02d", i)
+	}
+	g := &group{t: t, clk: clk, store: store, ids: ids, chk: newChecker(t, clk), nodes: map[string]*node{}, prefix: "pipeline", drift: drift}
+	t.Cleanup(func() {
+		for _, n := range g.nodes {
+			n.cancel()
+		}
+		for _, n := range g.nodes {
+			g.waitStopped(n)
+		}
+		if o := g.chk.overlaps(); len(o) > 0 && !g.overlapExpected {
+			t.Errorf("two owners' Work ran at once:\n%v", o)
+		}
+	})
+	return g
+}
+
+func (g *group) options() objlease.Options {
+	o := objlease.Options{TTL: ttl, RenewInterval: 2 * time.Second, PollInterval: time.Second, DriftBound: g.drift, Clock: g.clk}
+	if testing.Verbose() {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return o
+}
+
+func (g *group) join(name string) *node {
+	g.t.Helper()
+	ks := &killable{Store: g.store, clk: g.clk, sent: map[string]time.Time{}}
+	w, err := shard.New(shard.Config{Store: ks, Prefix: g.prefix, Member: name, Shards: g.ids, Options: g.options(), Work: g.chk.work(name)})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &node{w: w, store: ks, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(n.done); w.Run(ctx) }()
+	g.nodes[name] = n
+	return n
+}
+
+// waitStopped waits for a node's Run to return, advancing the fake clock
+// meanwhile (Work may linger, and renewals go on until it returns).
+func (g *group) waitStopped(n *node) {
+	g.t.Helper()
+	for i := 0; ; i++ {
+		select {
+		case <-n.done:
+			return
+		case <-time.After(time.Millisecond):
+		}
+		if i > 20000 {
+			g.t.Fatal("Run did not return")
+		}
+	}
+}
+
+// balanced reports whether the live nodes own every shard between them,
+// each floor(M/N) or ceil(M/N).
+func (g *group) balanced(live ...string) bool {
+	m, n := len(g.ids), len(live)
+	total := 0
+	for _, name := range live {
+		k := len(g.nodes[name].w.Owned())
+		if k < m/n || k > (m+n-1)/n {
+			return false
+		}
+		total += k
+	}
+	return total == m
+}
+
+// drive advances the fake clock in steps until cond holds, and returns how
+// much fake time that took.
+func (g *group) drive(what string, cond func() bool) time.Duration {
+	g.t.Helper()
+	start := g.clk.Now()
+	for i := 0; i < 20000; i++ {
+		if cond() {
+			return g.clk.Now().Sub(start)
+		}
+		g.step()
+	}
+	g.t.Fatalf("never happened: %s", what)
+	return 0
+}
+
+// quiet advances the fake clock by d.
+func (g *group) quiet(d time.Duration) {
+	for end := g.clk.Now().Add(d); g.clk.Now().Before(end); {
+		g.step()
+	}
+}
+
+// step advances the fake clock by 100 ms and waits (up to 50 ms of real
+// time) for the woken goroutines to go back to sleep: every running worker
+// waits for its next round, and each lease it holds has a renewal and a
+// validity timer. Without the wait a goroutine the scheduler starves would
+// see fake seconds pass at once and lose its leases.
+func (g *group) step() {
+	g.clk.Advance(100 * time.Millisecond)
+	want := 0
+	for _, n := range g.nodes {
+		select {
+		case <-n.done:
+			continue
+		default:
+		}
+		want++
+		if !n.store.dead.Load() {
+			want += 2 * (1 + len(n.w.Owned()))
+		}
+	}
+	for deadline := time.Now().Add(50 * time.Millisecond); g.clk.Timers() < want && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Microsecond)
+	}
+	time.Sleep(100 * time.Microsecond)
+}
+
+// settle drives the group until the live nodes are balanced and have been
+// for a while, so that the moves of joining are over.
+func (g *group) settle(live ...string) {
+	g.t.Helper()
+	g.drive("balanced", func() bool { return g.balanced(live...) })
+	g.quiet(15 * time.Second)
+	if !g.balanced(live...) {
+		g.t.Fatalf("%v not balanced after settling", live)
+	}
+}
+
+func names(n int) []string {
+	var s []string
+	for i := range n {
+		s = append(s, fmt.Sprintf("w%d", i+1))
+	}
+	return s
+}
+
+func TestJoinMovesOnlyWhatMustAndQuietMovesNothing(t *testing.T) {
+	g := newGroup(t, mem.New(), 12)
+	for _, n := range names(3) {
+		g.join(n)
+	}
+	g.settle(names(3)...)
+
+	before := g.chk.count()
+	g.join("w4")
+	took := g.drive("4 workers balanced", func() bool { return g.balanced(names(4)...) })
+	t.Logf("after a join: balanced in %v of fake time", took)
+	g.quiet(10 * time.Second) // anything still under way lands
+	if moved := g.chk.startsSince(before); len(moved) != 3 {
+		t.Fatalf("N 3→4 with M=12 moved %d shards, want exactly 3: %v", len(moved), moved)
+	} else {
+		for _, s := range moved {
+			if s.member != "w4" {
+				t.Errorf("shard %s moved to %s, want only moves to the newcomer", s.shard, s.member)
+			}
+		}
+	}
+
+	before = g.chk.count()
+	g.quiet(5 * time.Minute)
+	if moved := g.chk.startsSince(before); len(moved) != 0 {
+		t.Fatalf("a quiet balanced group moved %d shards in 5 minutes: %v", len(moved), moved)
+	}
+	if !g.balanced(names(4)...) {
+		t.Fatal("not balanced after the quiet period")
+	}
+}
+
+func TestDeadWorkerShardsTakenAfterTTLNotBefore(t *testing.T) {
+	g := newGroup(t, mem.New(), 12)
+	// A drift bound wide enough that taking over at the bare TTL, a round
+	// late, would still be early (the test fails with
+	// safeguards.DriftMargin off).
+	g.drift = 0.2
+	for _, n := range names(4) {
+		g.join(n)
+	}
+	g.settle(names(4)...)
+
+	dead := g.nodes["w4"]
+	orphans := dead.w.Owned()
+	before := g.chk.count()
+	dead.store.dead.Store(true)
+	took := g.drive("3 survivors balanced", func() bool {
+		return g.balanced(names(3)...) && len(dead.w.Owned()) == 0
+	})
+	t.Logf("after a death: balanced in %v of fake time (TTL %v)", took, ttl)
+	g.quiet(10 * time.Second)
+	moved := g.chk.startsSince(before)
+	if len(moved) != len(orphans) || len(orphans) != 3 {
+		t.Fatalf("the dead worker owned %v; %d shards moved, want exactly those: %v", orphans, len(moved), moved)
+	}
+	wait := time.Duration(float64(ttl) * (1 + g.drift))
+	for _, s := range moved {
+		last := dead.store.lastSent(shard.ShardKey(g.prefix, s.shard))
+		if s.at.Before(last.Add(wait)) {
+			t.Errorf("shard %s taken by %s at %v, before TTL×(1+b) = %v after the dead owner's last write at %v",
+				s.shard, s.member, s.at.Sub(epoch), wait, last.Sub(epoch))
+		}
+		if late := s.at.Sub(last.Add(wait)); late > 5*time.Second {
+			t.Errorf("shard %s taken %v after it expired, want within a few rounds", s.shard, late)
+		}
+	}
+}
+
+func TestGracefulLeaveReleasesAtOnce(t *testing.T) {
+	g := newGroup(t, mem.New(), 12)
+	g.chk.linger = 2 * time.Millisecond
+	for _, n := range names(4) {
+		g.join(n)
+	}
+	g.settle(names(4)...)
+	leaving := g.nodes["w4"]
+	handed := leaving.w.Owned()
+	before := g.chk.count()
+	leaving.cancel()
+	g.waitStopped(leaving)
+	if len(leaving.w.Owned()) != 0 {
+		t.Fatalf("still owns %v after Run returned", leaving.w.Owned())
+	}
+	for _, id := range handed {
+		c, err := objlease.New(g.store, shard.ShardKey(g.prefix, id), objlease.Options{Clock: g.clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := c.Inspect(context.Background()); err != nil || (st.Record.State == objlease.StateHeld && st.Record.Holder == "w4") {
+			t.Fatalf("shard %s after its owner left: %+v, %v; want released (or taken by another)", id, st.Record, err)
+		}
+	}
+	obs, err := objlease.New(g.store, shard.MemberKey(g.prefix, "w4"), objlease.Options{Clock: g.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := obs.Inspect(context.Background()); err != nil || st.Record.State != objlease.StateReleased {
+		t.Fatalf("membership record after leaving: %+v, %v; want released", st, err)
+	}
+	took := g.drive("3 workers balanced", func() bool { return g.balanced(names(3)...) })
+	if took >= ttl {
+		t.Fatalf("took %v to rebalance after a graceful leave; want well under the TTL %v", took, ttl)
+	}
+	t.Logf("after a graceful leave: balanced in %v of fake time", took)
+	g.quiet(10 * time.Second)
+	if moved := g.chk.startsSince(before); len(moved) != 3 {
+		t.Fatalf("N 4→3 with M=12 moved %d shards, want exactly 3: %v", len(moved), moved)
+	}
+}
+
+// TestWorkEndsBeforeNextOwnerStarts hands shards over while each Work
+// lingers after its context ends; the next owner must not start meanwhile.
+// With the safeguard off (release first, then wait for Work) the checker
+// must see the overlap.
+func TestWorkEndsBeforeNextOwnerStarts(t *testing.T) {
+	run := func(t *testing.T) []string {
+		g := newGroup(t, mem.New(), 6)
+		g.chk.linger = 20 * time.Millisecond
+		g.join("w1")
+		g.drive("w1 owns all", func() bool { return g.balanced("w1") })
+		g.join("w2")
+		g.drive("balanced", func() bool { return g.balanced("w1", "w2") })
+		g.quiet(2 * time.Second)
+		return g.chk.overlaps()
+	}
+	if o := run(t); len(o) > 0 {
+		t.Fatalf("overlap with the safeguard on: %v", o)
+	}
+	t.Run("safeguard off", func(t *testing.T) {
+		safeguards.CallbackBeforeRelease.Store(false)
+		defer safeguards.CallbackBeforeRelease.Store(true)
+		g := newGroup(t, mem.New(), 6)
+		g.overlapExpected = true
+		g.chk.linger = 20 * time.Millisecond
+		g.join("w1")
+		g.drive("w1 owns all", func() bool { return g.balanced("w1") })
+		g.join("w2")
+		g.drive("balanced", func() bool { return g.balanced("w1", "w2") })
+		g.quiet(2 * time.Second)
+		if len(g.chk.overlaps()) == 0 {
+			t.Fatal("with the handover safeguard off the checker saw no overlap: the test cannot fail")
+		}
+	})
+}
+
+// TestUnevenJoinMovesOnlyWhatMust: M=10, N 3→4 goes from 4,3,3 to
+// 3,3,2,2, which takes exactly two moves.
+func TestUnevenJoinMovesOnlyWhatMust(t *testing.T) {
+	g := newGroup(t, mem.New(), 10)
+	for _, n := range names(3) {
+		g.join(n)
+	}
+	g.settle(names(3)...)
+	before := g.chk.count()
+	g.join("w4")
+	g.settle(names(4)...)
+	if moved := g.chk.startsSince(before); len(moved) != 2 {
+		t.Fatalf("N 3→4 with M=10 moved %d shards, want exactly 2: %v", len(moved), moved)
+	}
+	before = g.chk.count()
+	g.quiet(2 * time.Minute)
+	if moved := g.chk.startsSince(before); len(moved) != 0 {
+		t.Fatalf("a quiet balanced group moved %d shards: %v", len(moved), moved)
+	}
+}
+
+func TestLostRepliesKeepOneOwner(t *testing.T) {
+	f, err := faulty.New(mem.New(), faulty.Config{Seed: 7, Default: faulty.Rates{LostReply: 0.05, Unknown: 0.02}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGroup(t, f, 8)
+	for _, n := range names(3) {
+		g.join(n)
+	}
+	g.drive("3 workers balanced despite lost replies", func() bool { return g.balanced(names(3)...) })
+	g.join("w4")
+	g.drive("4 workers balanced despite lost replies", func() bool { return g.balanced(names(4)...) })
+	g.quiet(time.Minute)
+	// The cleanup fails the test if two owners' Work overlapped.
+}
+
+func TestSharedListedFromPrefix(t *testing.T) {
+	store := mem.New()
+	ctx := context.Background()
+	clk := clock.NewFake(epoch)
+	ids := []string{"2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"}
+	if err := shard.Define(ctx, store, "daily", objlease.Options{Clock: clk}, ids...); err != nil {
+		t.Fatal(err)
+	}
+	if err := shard.Define(ctx, store, "daily", objlease.Options{Clock: clk}, ids[0]); err != nil {
+		t.Fatal(err) // defining again leaves records alone
+	}
+	g := newGroup(t, store, 0)
+	g.clk, g.chk.clk, g.prefix, g.ids = clk, clk, "daily", ids
+	for _, name := range []string{"a", "b"} {
+		ks := &killable{Store: store, clk: clk, sent: map[string]time.Time{}}
+		w, err := shard.New(shard.Config{Store: ks, Prefix: "daily", Member: name, Options: g.options(), Work: g.chk.work(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, cancel := context.WithCancel(ctx)
+		n := &node{w: w, store: ks, cancel: cancel, done: make(chan struct{})}
+		go func() { defer close(n.done); w.Run(c) }()
+		g.nodes[name] = n
+	}
+	g.drive("two workers share the listed shards", func() bool { return g.balanced("a", "b") })
+	v, err := shard.Describe(ctx, store, "daily")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Members) != 2 || len(v.Shards) != 4 {
+		t.Fatalf("Describe: %d members, %d shards; want 2 and 4", len(v.Members), len(v.Shards))
+	}
+	for _, e := range v.Shards {
+		if e.Record.State != objlease.StateHeld || e.Record.Token < 2 || (e.Record.Holder != "a" && e.Record.Holder != "b") {
+			t.Errorf("shard %s: %+v; want held by a or b with a token above Define's", e.Name, e.Record)
+		}
+	}
+}
+
+func TestTarget(t *testing.T) {
+	for _, c := range []struct {
+		counts map[string]int
+		m      int
+		want   map[string]int
+	}{
+		{map[string]int{"a": 4, "b": 4, "c": 4, "d": 0}, 12, map[string]int{"a": 3, "b": 3, "c": 3, "d": 3}},
+		{map[string]int{"a": 4, "b": 3, "c": 3, "d": 0}, 10, map[string]int{"a": 3, "b": 3, "c": 2, "d": 2}},
+		{map[string]int{"a": 2, "b": 3, "c": 3, "d": 2}, 10, map[string]int{"a": 2, "b": 3, "c": 3, "d": 2}}, // balanced stays
+		{map[string]int{"a": 0}, 5, map[string]int{"a": 5}},
+		{map[string]int{"a": 1, "b": 0}, 1, map[string]int{"a": 1, "b": 0}},
+	} {
+		for member, want := range c.want {
+			if got := shard.Target(member, c.counts, c.m); got != want {
+				t.Errorf("Target(%s, %v, %d) = %d, want %d", member, c.counts, c.m, got, want)
+			}
+		}
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	if _, err := shard.New(shard.Config{Work: func(context.Context, *shard.Shard) {}}); !errors.Is(err, shard.ErrInvalidConfig) {
+		t.Fatalf("nil store: %v", err)
+	}
+	if _, err := shard.New(shard.Config{Store: mem.New()}); !errors.Is(err, shard.ErrInvalidConfig) {
+		t.Fatalf("nil Work: %v", err)
+	}
+}
