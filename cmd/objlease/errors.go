@@ -221,7 +221,19 @@ func shorten(err error) string {
 // core is a store error's portable part: the sentinel and what the store
 // added to it, without the SDK's own message.
 func core(pe *providers.Error) string {
-	parts, ok := pe.Err.(interface{ Unwrap() []error })
+	err := pe.Err
+	for {
+		// A message put on one line wraps the sentinel and the native error.
+		single, ok := err.(interface{ Unwrap() error })
+		if !ok || single.Unwrap() == nil {
+			break
+		}
+		if _, joined := single.Unwrap().(interface{ Unwrap() []error }); !joined {
+			break
+		}
+		err = single.Unwrap()
+	}
+	parts, ok := err.(interface{ Unwrap() []error })
 	if !ok || len(parts.Unwrap()) < 2 {
 		return pe.Err.Error()
 	}
