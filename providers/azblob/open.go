@@ -23,7 +23,7 @@ const (
 )
 
 func init() {
-	providers.Register(Scheme, func(ctx context.Context, u *url.URL) (providers.Store, string, error) {
+	providers.Register(Scheme, func(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
 		s, key, err := openURL(u, nil)
 		if err != nil {
 			return nil, "", err

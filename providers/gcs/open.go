@@ -22,7 +22,7 @@ import (
 func init() { providers.Register("gs", open) }
 
 // open is the Opener for gs://BUCKET/KEY URLs.
-func open(ctx context.Context, u *url.URL) (providers.Store, string, error) {
+func open(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	bucket, key, endpoint, err := parseURL(u)
 	if err != nil {
 		return nil, "", err

@@ -67,7 +67,7 @@ func parseURL(u *url.URL) (urlConfig, error) {
 }
 
 // open is the Opener for s3:// URLs; see the package doc.
-func open(ctx context.Context, u *url.URL) (providers.Store, string, error) {
+func open(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	c, err := parseURL(u)
 	if err != nil {
 		return nil, "", err
