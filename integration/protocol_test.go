@@ -14,7 +14,7 @@ import (
 	"github.com/objlease/objlease/objlease/fence/fencetest"
 	"github.com/objlease/objlease/objlease/leasetest"
 	"github.com/objlease/objlease/providers"
-	"github.com/objlease/objlease/providers/gcs"
+	"github.com/objlease/objlease/providers/gcsstore"
 )
 
 // The lease protocol's own tests and the stale-writer scenarios, on every
@@ -30,7 +30,7 @@ func TestS3Protocol(t *testing.T) {
 
 func TestGCSProtocol(t *testing.T) {
 	g := newGCSTarget(t)
-	st := gcs.New(g.client(t, nil), g.bucket)
+	st := gcsstore.New(g.client(t, nil), g.bucket)
 	leasetest.Run(t, leasetest.Config{Store: st, Prefix: g.prefix + "lease/"})
 	fencetest.Run(t, fencetest.Config{Store: st, Prefix: g.prefix + "fence/"})
 }
@@ -108,7 +108,7 @@ func TestS3LostReplyLease(t *testing.T) {
 func TestGCSLostReplyLease(t *testing.T) {
 	g := newGCSTarget(t)
 	d := &replyDropper{}
-	lostRepliesAtLeaseLevel(t, gcs.New(g.client(t, d), g.bucket), d, http.MethodPost, g.prefix+"lease")
+	lostRepliesAtLeaseLevel(t, gcsstore.New(g.client(t, d), g.bucket), d, http.MethodPost, g.prefix+"lease")
 }
 
 func TestAzblobLostReplyLease(t *testing.T) {

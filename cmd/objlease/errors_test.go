@@ -18,7 +18,7 @@ import (
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
-	"github.com/objlease/objlease/providers/s3"
+	"github.com/objlease/objlease/providers/s3store"
 )
 
 // A store error prints as one line: the portable cause and what to check,
@@ -29,7 +29,7 @@ func TestDescribe(t *testing.T) {
 		err  error
 		want string
 	}{
-		{opErr("inspect", "s3://b/k", providers.Wrap("get", "k", fmt.Errorf("%w: %q", s3.ErrNoBucket, "b"), sdk)),
+		{opErr("inspect", "s3://b/k", providers.Wrap("get", "k", fmt.Errorf("%w: %q", s3store.ErrNoBucket, "b"), sdk)),
 			`inspect s3://b/k: bucket "b" does not exist (check the name or AWS_ENDPOINT_URL)`},
 		{opErr("list", "file:///d/", providers.Wrap("list", "x", fmt.Errorf("%w: names a file of the store's own", providers.ErrInvalidKey), nil)),
 			`list file:///d/: the store does not accept the key "x": names a file of the store's own`},
