@@ -3,10 +3,12 @@ package azurestore
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -24,7 +26,11 @@ const (
 
 func init() {
 	providers.Register(Scheme, func(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
-		s, key, err := openURL(u, nil)
+		var opts *container.ClientOptions
+		if rt, ok := providers.Transport(ctx, http.DefaultTransport.(*http.Transport).Clone()); ok {
+			opts = &container.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: rt}}}
+		}
+		s, key, err := openURL(u, opts)
 		if err != nil {
 			return nil, "", err
 		}

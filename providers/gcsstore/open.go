@@ -87,7 +87,8 @@ const readAttempts = 3
 func newClient(ctx context.Context, endpoint string) (*storage.Client, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 100 // as the SDK's own transport does for GCS
-	rt := DateTransport(base)
+	wire, _ := providers.Transport(ctx, base)
+	rt := DateTransport(wire)
 	var opts []option.ClientOption
 	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || strings.HasPrefix(endpoint, "http://") {
 		opts = append(opts, storage.WithJSONReads())

@@ -3,6 +3,7 @@ package s3store
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -89,6 +90,9 @@ func open(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
 		pathStyle = *c.pathStyle
 	}
 	client := s3sdk.NewFromConfig(cfg, func(o *s3sdk.Options) {
+		if rt, ok := providers.Transport(ctx, http.DefaultTransport.(*http.Transport).Clone()); ok {
+			o.HTTPClient = &http.Client{Transport: rt}
+		}
 		if c.endpoint != "" {
 			o.BaseEndpoint = aws.String(c.endpoint)
 		}
