@@ -80,4 +80,3 @@ func TestCountsCallsWithoutWire(t *testing.T) {
 		t.Errorf("counts %v, want one create and one get", c)
 	}
 }
-
