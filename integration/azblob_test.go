@@ -32,7 +32,7 @@ import (
 
 	"github.com/objlease/objlease/integration/emulator"
 	"github.com/objlease/objlease/providers"
-	"github.com/objlease/objlease/providers/azblob"
+	"github.com/objlease/objlease/providers/azurestore"
 	"github.com/objlease/objlease/providers/providertest"
 )
 
@@ -48,7 +48,7 @@ func newAzTarget(t *testing.T) azTarget {
 	t.Helper()
 	if raw := os.Getenv("OBJLEASE_TEST_AZBLOB"); raw != "" {
 		u, err := url.Parse(raw)
-		if err != nil || u.Scheme != azblob.Scheme || u.Host == "" {
+		if err != nil || u.Scheme != azurestore.Scheme || u.Host == "" {
 			t.Fatalf("OBJLEASE_TEST_AZBLOB=%q: want azblob://CONTAINER/PREFIX/", raw)
 		}
 		return azTarget{container: u.Host, prefix: strings.TrimPrefix(u.Path, "/") + emulator.Prefix(t), rawURL: raw}
@@ -80,7 +80,7 @@ func (a azTarget) client(t *testing.T, containerName string, rt http.RoundTrippe
 	}
 	u, _ := url.Parse(a.rawURL)
 	u.Host, u.Path = containerName, ""
-	s, _, err := azblob.OpenURL(t.Context(), u.String(), opts)
+	s, _, err := azurestore.OpenURL(t.Context(), u.String(), opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", u, err)
 	}
@@ -93,7 +93,7 @@ func (a azTarget) client(t *testing.T, containerName string, rt http.RoundTrippe
 // through rt.
 func (a azTarget) store(t *testing.T, rt http.RoundTripper) *providers.Bucket {
 	t.Helper()
-	return azblob.New(a.client(t, a.container, rt))
+	return azurestore.New(a.client(t, a.container, rt))
 }
 
 func TestAzblobConformance(t *testing.T) {
@@ -101,8 +101,8 @@ func TestAzblobConformance(t *testing.T) {
 	t.Run("Open", func(t *testing.T) {
 		raw := a.rawURL
 		if !a.real() {
-			t.Setenv(azblob.EnvConnectionString, a.connStr)
-			t.Setenv(azblob.EnvAccount, "")
+			t.Setenv(azurestore.EnvConnectionString, a.connStr)
+			t.Setenv(azurestore.EnvAccount, "")
 			raw = "azblob://" + a.container + "/"
 		}
 		s, key, err := providers.Open(t.Context(), raw)
@@ -119,7 +119,7 @@ func TestAzblobConformance(t *testing.T) {
 		providertest.Run(t, providertest.Config{
 			Store:         a.store(t, nil),
 			Prefix:        a.prefix + "new/",
-			MissingBucket: azblob.New(a.client(t, randomName(), nil)),
+			MissingBucket: azurestore.New(a.client(t, randomName(), nil)),
 			As: &providertest.AsCheck{
 				Store: func(s providers.Store) error {
 					var c *container.Client
@@ -245,7 +245,7 @@ func TestAzblobIfMatchMissingBlob(t *testing.T) {
 func TestAzblobNativeLeaseIsNotPrecondition(t *testing.T) {
 	a := newAzTarget(t)
 	c := a.client(t, a.container, nil)
-	s := azblob.New(c)
+	s := azurestore.New(c)
 	ctx := t.Context()
 	key := a.prefix + "leased"
 	v := mustCreateAz(t, s, key, []byte("one"), nil).Version
@@ -298,7 +298,7 @@ func TestAzblobNativeLeaseIsNotPrecondition(t *testing.T) {
 func TestAzblobMetadataNames(t *testing.T) {
 	a := newAzTarget(t)
 	c := a.client(t, a.container, nil)
-	s := azblob.New(c)
+	s := azurestore.New(c)
 	ctx := t.Context()
 
 	key := a.prefix + "ours"
@@ -362,7 +362,7 @@ func TestAzblobMissingContainer(t *testing.T) {
 	var b [6]byte
 	rand.Read(b[:])
 	name := "objlease-missing-" + hex.EncodeToString(b[:])
-	s := azblob.New(a.client(t, name, nil))
+	s := azurestore.New(a.client(t, name, nil))
 	ctx := t.Context()
 	_, errGet := s.Get(ctx, "k", 0)
 	_, errCreate := s.Create(ctx, "k", []byte("x"), nil)
@@ -382,7 +382,7 @@ func TestAzblobMissingContainer(t *testing.T) {
 func TestAzblobUnicodeKeys(t *testing.T) {
 	a := newAzTarget(t)
 	c := a.client(t, a.container, nil)
-	s := azblob.New(c)
+	s := azurestore.New(c)
 	ctx := t.Context()
 	dir := a.prefix + "dir with spaces/"
 	keys := []string{dir + "ключ 🔒", dir + "naïve café/file+plus&amp", dir + "100% done?"}

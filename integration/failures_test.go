@@ -33,9 +33,9 @@ import (
 
 	"github.com/objlease/objlease/integration/emulator"
 	"github.com/objlease/objlease/providers"
-	"github.com/objlease/objlease/providers/azblob"
-	"github.com/objlease/objlease/providers/gcs"
-	"github.com/objlease/objlease/providers/s3"
+	"github.com/objlease/objlease/providers/azurestore"
+	"github.com/objlease/objlease/providers/gcsstore"
+	"github.com/objlease/objlease/providers/s3store"
 	"github.com/objlease/objlease/providers/wirecount"
 )
 
@@ -178,7 +178,7 @@ func countedS3(e *emulator.S3, bucket, accessKey, secret string) (*providers.Buc
 		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, secret, ""),
 		HTTPClient:   &http.Client{Transport: wc},
 	})
-	return s3.New(c, bucket), wc
+	return s3store.New(c, bucket), wc
 }
 
 // The S3 SDK's standard retryer makes three attempts.
@@ -259,13 +259,13 @@ func countedGCS(t *testing.T, endpoint, bucket string) (*providers.Bucket, *wire
 	t.Helper()
 	wc := wirecount.New(nil)
 	c, err := storage.NewClient(t.Context(), option.WithEndpoint(endpoint), option.WithoutAuthentication(),
-		option.WithHTTPClient(&http.Client{Transport: gcs.DateTransport(wc)}))
+		option.WithHTTPClient(&http.Client{Transport: gcsstore.DateTransport(wc)}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.SetRetry(storage.WithMaxAttempts(gcsReadAttempts))
 	t.Cleanup(func() { c.Close() })
-	return gcs.New(c, bucket), wc
+	return gcsstore.New(c, bucket), wc
 }
 
 // The opener bounds GCS reads to three attempts.
@@ -340,12 +340,12 @@ func TestFailureGCSWrongEndpoint(t *testing.T) {
 	// must say so, not "no such object", and change nothing.
 	t.Run("client", func(t *testing.T) {
 		c, err := storage.NewClient(t.Context(), option.WithEndpoint(root), option.WithoutAuthentication(),
-			option.WithHTTPClient(&http.Client{Transport: gcs.DateTransport(http.DefaultTransport)}))
+			option.WithHTTPClient(&http.Client{Transport: gcsstore.DateTransport(http.DefaultTransport)}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		st := gcs.New(c, g.Bucket)
+		st := gcsstore.New(c, g.Bucket)
 		_, err = st.Stat(t.Context(), key)
 		if !errors.Is(err, providers.ErrWrongEndpoint) || !strings.Contains(err.Error(), "/storage/v1/") {
 			t.Errorf("stat %q through %s: %v, want ErrWrongEndpoint pointing at /storage/v1/", key, root, err)
@@ -375,7 +375,7 @@ func countedAz(t *testing.T, a *emulator.Azure, containerName, accountKey string
 	if err != nil {
 		t.Fatal(err)
 	}
-	return azblob.New(c), wc
+	return azurestore.New(c), wc
 }
 
 // azuriteKey is the account key in a's connection string.
@@ -395,7 +395,7 @@ const azReadAttempts = 4
 
 func TestFailureAzureStoppedStore(t *testing.T) {
 	a, p := emulator.StartAzurite(t)
-	t.Setenv(azblob.EnvConnectionString, a.ConnectionString)
+	t.Setenv(azurestore.EnvConnectionString, a.ConnectionString)
 	opened := openURL(t, azURL(a.Container))
 	counted, wc := countedAz(t, a, a.Container, azuriteKey(a))
 	key := emulator.Prefix(t) + "lease"
@@ -415,7 +415,7 @@ func TestFailureAzureStoppedStore(t *testing.T) {
 
 func TestFailureAzureMissingContainer(t *testing.T) {
 	a := emulator.Azurite(t)
-	t.Setenv(azblob.EnvConnectionString, a.ConnectionString)
+	t.Setenv(azurestore.EnvConnectionString, a.ConnectionString)
 	name := randomName()
 	key := emulator.Prefix(t) + "lease"
 	wantFailures(t, everyOp(t, openURL(t, azURL(name)), key, "0x8DD0000000000001"), providers.ErrNoBucket, name, nil)
@@ -429,7 +429,7 @@ func TestFailureAzureMissingContainer(t *testing.T) {
 func TestFailureAzureWrongCredentials(t *testing.T) {
 	a := emulator.Azurite(t)
 	wrong := "d3Jvbmcta2V5LW5vdC10aGUtYWNjb3VudCdzLWtleS0wMTIzNDU2Nzg5MDEyMzQ1Njc4OQ=="
-	t.Setenv(azblob.EnvConnectionString, strings.Replace(a.ConnectionString, azuriteKey(a), wrong, 1))
+	t.Setenv(azurestore.EnvConnectionString, strings.Replace(a.ConnectionString, azuriteKey(a), wrong, 1))
 	key := emulator.Prefix(t) + "lease"
 	wantFailures(t, everyOp(t, openURL(t, azURL(a.Container)), key, "0x8DD0000000000001"), providers.ErrPermission, a.Container, nil)
 	counted, wc := countedAz(t, a, a.Container, wrong)

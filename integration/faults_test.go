@@ -18,9 +18,9 @@ import (
 	"github.com/objlease/objlease/integration/emulator"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/providers"
-	"github.com/objlease/objlease/providers/azblob"
-	"github.com/objlease/objlease/providers/gcs"
-	"github.com/objlease/objlease/providers/s3"
+	"github.com/objlease/objlease/providers/azurestore"
+	"github.com/objlease/objlease/providers/gcsstore"
+	"github.com/objlease/objlease/providers/s3store"
 )
 
 // Faults against real emulators, in real time: while a holder renews, the
@@ -51,7 +51,7 @@ type faultTarget struct {
 func versityTarget(t *testing.T) faultTarget {
 	e, p := emulator.StartVersityGW(t)
 	return faultTarget{p, func(t *testing.T, rt http.RoundTripper) providers.Store {
-		return s3.New(s3sdk.New(s3sdk.Options{Region: e.Region, BaseEndpoint: aws.String(e.Endpoint), UsePathStyle: true,
+		return s3store.New(s3sdk.New(s3sdk.Options{Region: e.Region, BaseEndpoint: aws.String(e.Endpoint), UsePathStyle: true,
 			Credentials: credentials.NewStaticCredentialsProvider(e.AccessKey, e.SecretKey, ""),
 			HTTPClient:  &http.Client{Transport: rt}}), e.Bucket)
 	}}
@@ -66,7 +66,7 @@ func fakeGCSTarget(t *testing.T) faultTarget {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		return gcs.New(c, g.Bucket)
+		return gcsstore.New(c, g.Bucket)
 	}}
 }
 
@@ -78,7 +78,7 @@ func azuriteTarget(t *testing.T) faultTarget {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return azblob.New(c)
+		return azurestore.New(c)
 	}}
 }
 

@@ -25,7 +25,7 @@ import (
 
 	"github.com/objlease/objlease/integration/emulator"
 	"github.com/objlease/objlease/providers"
-	"github.com/objlease/objlease/providers/gcs"
+	"github.com/objlease/objlease/providers/gcsstore"
 	"github.com/objlease/objlease/providers/providertest"
 )
 
@@ -116,8 +116,8 @@ func TestGCSConformance(t *testing.T) {
 	})
 	// A client built by the user reads through the XML API, the SDK's default.
 	t.Run("New", func(t *testing.T) {
-		cfg := gcsConformanceConfig(g, gcs.New(g.client(t, nil), g.bucket), "new/")
-		cfg.MissingBucket = gcs.New(g.client(t, nil), randomName())
+		cfg := gcsConformanceConfig(g, gcsstore.New(g.client(t, nil), g.bucket), "new/")
+		cfg.MissingBucket = gcsstore.New(g.client(t, nil), randomName())
 		cfg.As = &providertest.AsCheck{
 			Store: func(s providers.Store) error {
 				var c *storage.Client
@@ -167,7 +167,7 @@ func wantGCSErr(t *testing.T, err error, op, key string, sentinel error) {
 // error stays reachable.
 func TestGCSPreconditionFailed(t *testing.T) {
 	g := newGCSTarget(t)
-	s := gcs.New(g.client(t, nil), g.bucket)
+	s := gcsstore.New(g.client(t, nil), g.bucket)
 	ctx := t.Context()
 	key := g.prefix + "obj"
 	v1 := mustCreate(t, s, key, []byte("one")).Version
@@ -195,7 +195,7 @@ func TestGCSPreconditionFailed(t *testing.T) {
 func TestGCSStaleDeleteRefused(t *testing.T) {
 	g := newGCSTarget(t)
 	c := g.client(t, nil)
-	s := gcs.New(c, g.bucket)
+	s := gcsstore.New(c, g.bucket)
 	ctx := t.Context()
 	key := g.prefix + "obj"
 	stale := mustCreate(t, s, key, []byte("one")).Version
@@ -308,7 +308,7 @@ func TestGCSLostResponse(t *testing.T) {
 	g := newGCSTarget(t)
 	writes := func(r *http.Request) bool { return r.Method == http.MethodPost || r.Method == http.MethodDelete }
 	drop := &dropReply{base: http.DefaultTransport, match: writes}
-	s := gcs.New(g.client(t, drop), g.bucket)
+	s := gcsstore.New(g.client(t, drop), g.bucket)
 	ctx := t.Context()
 	key := g.prefix + "obj"
 
@@ -379,8 +379,8 @@ func TestGCSTimes(t *testing.T) {
 	g := newGCSTarget(t)
 	ctx := t.Context()
 	opened, _ := g.open(t, "")
-	plain := gcs.New(g.client(t, nil), g.bucket)
-	dated := gcs.New(g.client(t, gcs.DateTransport(http.DefaultTransport)), g.bucket)
+	plain := gcsstore.New(g.client(t, nil), g.bucket)
+	dated := gcsstore.New(g.client(t, gcsstore.DateTransport(http.DefaultTransport)), g.bucket)
 	for _, c := range []struct {
 		name      string
 		s         providers.Store
@@ -415,7 +415,7 @@ func TestGCSMissingBucket(t *testing.T) {
 	g := newGCSTarget(t)
 	p := strings.TrimSuffix(emulator.Prefix(t), "/")
 	g.bucket = "objlease-no-such-bucket-" + p[strings.LastIndex(p, "-")+1:]
-	s := gcs.New(g.client(t, nil), g.bucket)
+	s := gcsstore.New(g.client(t, nil), g.bucket)
 	ctx := t.Context()
 	key := "obj"
 	named := func(op string, err error) {
@@ -459,7 +459,7 @@ func TestGCSEmulatorHostVariable(t *testing.T) {
 func TestGCSMetadataCase(t *testing.T) {
 	g := newGCSTarget(t)
 	c := g.client(t, nil)
-	s := gcs.New(c, g.bucket)
+	s := gcsstore.New(c, g.bucket)
 	key := g.prefix + "obj"
 	w := c.Bucket(g.bucket).Object(key).NewWriter(t.Context())
 	w.Metadata = map[string]string{"Owner": "Alice", "X-Mixed-Case": "Value"}
@@ -495,7 +495,7 @@ func TestGCSGetWhileReplaced(t *testing.T) {
 	g := newGCSTarget(t)
 	ctx := t.Context()
 	key := g.prefix + "obj"
-	other := gcs.New(g.client(t, nil), g.bucket)
+	other := gcsstore.New(g.client(t, nil), g.bucket)
 	first := mustCreate(t, other, key, []byte("first")).Version
 	var replaced providers.WriteResult
 	var once sync.Once
@@ -511,7 +511,7 @@ func TestGCSGetWhileReplaced(t *testing.T) {
 			})
 		}
 	}
-	s := gcs.New(g.client(t, hookRoundTripper{http.DefaultTransport, hook}), g.bucket)
+	s := gcsstore.New(g.client(t, hookRoundTripper{http.DefaultTransport, hook}), g.bucket)
 	o, err := s.Get(ctx, key, 0)
 	if err != nil {
 		t.Fatalf("get %q: %v", key, err)

@@ -18,10 +18,12 @@ func TestMain(m *testing.M) {
 	go func() {
 		s := <-sig
 		emulator.StopAll()
+		removeCLI()
 		os.Stderr.WriteString("integration: stopped emulators on " + s.String() + "\n")
 		os.Exit(1)
 	}()
 	code := m.Run()
 	emulator.StopAll()
+	removeCLI()
 	os.Exit(code)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/objlease/objlease/objlease/fence/fencetest"
 	"github.com/objlease/objlease/objlease/leasetest"
 	"github.com/objlease/objlease/providers"
-	"github.com/objlease/objlease/providers/gcs"
+	"github.com/objlease/objlease/providers/gcsstore"
 )
 
 // The lease protocol's own tests and the stale-writer scenarios, on every
@@ -24,22 +24,22 @@ func TestS3Protocol(t *testing.T) {
 	target := newS3Target(t)
 	st := target.store(t, nil)
 	target.cleanup(t, st)
-	leasetest.Run(t, st, target.prefix+"lease/")
-	fencetest.Run(t, st, target.prefix+"fence/")
+	leasetest.Run(t, leasetest.Config{Store: st, Prefix: target.prefix + "lease/"})
+	fencetest.Run(t, fencetest.Config{Store: st, Prefix: target.prefix + "fence/"})
 }
 
 func TestGCSProtocol(t *testing.T) {
 	g := newGCSTarget(t)
-	st := gcs.New(g.client(t, nil), g.bucket)
-	leasetest.Run(t, st, g.prefix+"lease/")
-	fencetest.Run(t, st, g.prefix+"fence/")
+	st := gcsstore.New(g.client(t, nil), g.bucket)
+	leasetest.Run(t, leasetest.Config{Store: st, Prefix: g.prefix + "lease/"})
+	fencetest.Run(t, fencetest.Config{Store: st, Prefix: g.prefix + "fence/"})
 }
 
 func TestAzblobProtocol(t *testing.T) {
 	a := newAzTarget(t)
 	st := a.store(t, nil)
-	leasetest.Run(t, st, a.prefix+"lease/")
-	fencetest.Run(t, st, a.prefix+"fence/")
+	leasetest.Run(t, leasetest.Config{Store: st, Prefix: a.prefix + "lease/"})
+	fencetest.Run(t, fencetest.Config{Store: st, Prefix: a.prefix + "fence/"})
 }
 
 // replyDropper lets the next request with a chosen method reach the store,
@@ -108,7 +108,7 @@ func TestS3LostReplyLease(t *testing.T) {
 func TestGCSLostReplyLease(t *testing.T) {
 	g := newGCSTarget(t)
 	d := &replyDropper{}
-	lostRepliesAtLeaseLevel(t, gcs.New(g.client(t, d), g.bucket), d, http.MethodPost, g.prefix+"lease")
+	lostRepliesAtLeaseLevel(t, gcsstore.New(g.client(t, d), g.bucket), d, http.MethodPost, g.prefix+"lease")
 }
 
 func TestAzblobLostReplyLease(t *testing.T) {

@@ -29,7 +29,7 @@ import (
 	"github.com/objlease/objlease/integration/emulator"
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/providertest"
-	"github.com/objlease/objlease/providers/s3"
+	"github.com/objlease/objlease/providers/s3store"
 )
 
 // s3Target is the bucket a test runs against.
@@ -106,11 +106,11 @@ func (s s3Target) client(t *testing.T, mod func(*s3sdk.Options)) *s3sdk.Client {
 	return s3sdk.New(opts, mod)
 }
 
-// store returns an s3.Store on the target's bucket whose requests pass
+// store returns an s3store.Store on the target's bucket whose requests pass
 // through rt (nil: the default transport).
 func (s s3Target) store(t *testing.T, rt http.RoundTripper) *providers.Bucket {
 	t.Helper()
-	return s3.New(s.client(t, func(o *s3sdk.Options) {
+	return s3store.New(s.client(t, func(o *s3sdk.Options) {
 		if rt != nil {
 			o.HTTPClient = &http.Client{Transport: rt}
 		}
@@ -190,12 +190,12 @@ func TestS3Conformance(t *testing.T) {
 		providertest.Run(t, providertest.Config{
 			Store:         target.store(t, nil),
 			Prefix:        target.prefix + "new/",
-			MissingBucket: s3.New(target.client(t, nil), randomName()),
+			MissingBucket: s3store.New(target.client(t, nil), randomName()),
 			As: &providertest.AsCheck{
 				Store: func(s providers.Store) error {
 					var c *s3sdk.Client
 					if !s.As(&c) || c == nil {
-						return errors.New("As(**s3.Client) did not reach the client")
+						return errors.New("As(**s3sdk.Client) did not reach the client")
 					}
 					return nil
 				},
@@ -382,21 +382,21 @@ func TestS3BadCredentials(t *testing.T) {
 		{"wrong secret", creds.AccessKeyID, "not-the-secret", "SignatureDoesNotMatch"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st := s3.New(target.client(t, func(o *s3sdk.Options) {
+			st := s3store.New(target.client(t, func(o *s3sdk.Options) {
 				o.Credentials = credentials.NewStaticCredentialsProvider(c.accessKey, c.secret, "")
 			}), target.bucket)
 			ctx := t.Context()
 			_, err := st.Get(ctx, key, 0)
-			status, code := wantS3Err(t, err, "get", key, s3.ErrCredentials)
+			status, code := wantS3Err(t, err, "get", key, s3store.ErrCredentials)
 			if target.real() {
 				t.Logf("get: store answered %d %s", status, code)
 			} else if code != c.emulatorCode {
 				t.Errorf("get: versitygw answered %d %s, want %s", status, code, c.emulatorCode)
 			}
 			_, err = st.Create(ctx, key+"-new", []byte("x"), nil)
-			wantS3Err(t, err, "create", key+"-new", s3.ErrCredentials)
+			wantS3Err(t, err, "create", key+"-new", s3store.ErrCredentials)
 			_, err = st.List(ctx, target.prefix, "", 10)
-			wantS3Err(t, err, "list", target.prefix, s3.ErrCredentials)
+			wantS3Err(t, err, "list", target.prefix, s3store.ErrCredentials)
 			if !strings.Contains(err.Error(), target.bucket) {
 				t.Errorf("error does not name the bucket: %v", err)
 			}
@@ -411,13 +411,13 @@ func TestS3MissingBucket(t *testing.T) {
 	var b [6]byte
 	rand.Read(b[:])
 	bucket := "objlease-missing-" + hex.EncodeToString(b[:])
-	st := s3.New(target.client(t, nil), bucket)
+	st := s3store.New(target.client(t, nil), bucket)
 	ctx := t.Context()
 	key := target.prefix + "obj"
 
 	check := func(op, key string, err error) {
 		t.Helper()
-		wantS3Err(t, err, op, key, s3.ErrNoBucket)
+		wantS3Err(t, err, op, key, s3store.ErrNoBucket)
 		if !strings.Contains(err.Error(), bucket) {
 			t.Errorf("%s: error does not name bucket %s: %v", op, bucket, err)
 		}

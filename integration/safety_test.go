@@ -20,7 +20,7 @@ import (
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/objlease/fence/fencetest"
-	"github.com/objlease/objlease/providers/s3"
+	"github.com/objlease/objlease/providers/s3store"
 )
 
 // TestS3FenceTombstoneABA: on versitygw, as on AWS, an empty object's ETag
@@ -95,7 +95,7 @@ func TestS3rverProbeUnsafe(t *testing.T) {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(e.AccessKey, e.SecretKey, ""),
 	})
-	_, err := objlease.Probe(t.Context(), s3.New(client, e.Bucket), emulator.Prefix(t))
+	_, err := objlease.Probe(t.Context(), s3store.New(client, e.Bucket), emulator.Prefix(t))
 	if !errors.Is(err, objlease.ErrStoreUnsafe) {
 		t.Fatalf("s3rver: %v, want ErrStoreUnsafe", err)
 	}

@@ -457,6 +457,11 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 		if errors.As(err, &re) {
 			return providers.WriteResult{}, false, err
 		}
+		if IsPermanent(err) {
+			// Re-reading again will not succeed either: a missing bucket or
+			// refused credentials stay so.
+			return providers.WriteResult{}, false, fmt.Errorf("lease %q: %w: %w; re-reading: %w", c.key, ErrAmbiguous, cause, err)
+		}
 		t := c.opts.Clock.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -470,44 +475,88 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 
 // Acquire waits until it holds the lease or ctx ends. While the lease is
 // held elsewhere it polls every PollInterval (jittered), or sooner when the
-// holder's record is due to expire.
+// holder's record is due to expire. A store that cannot be reached is tried
+// again with backoff (up to PollInterval) for as long as ctx allows, with
+// one warning per streak of failures; errors that waiting cannot cure (see
+// IsPermanent) end it at once. With a ctx that ends during the first
+// attempt, that attempt is the only one.
 func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
+	var r Retry
 	for {
 		l, err := c.TryAcquire(ctx)
 		if err == nil {
 			return l, nil
 		}
-		wait := c.jitter(c.opts.PollInterval)
-		var held *HeldError
-		switch {
-		case errors.As(err, &held):
-			if held.Wait < wait {
-				wait = held.Wait + time.Millisecond
-			}
-		case errors.Is(err, providers.ErrThrottled), errors.Is(err, providers.ErrConflict),
-			errors.Is(err, providers.ErrUnknownOutcome), errors.Is(err, providers.ErrPrecondition):
-		default:
-			if ctx.Err() == nil && !isPermanent(err) {
-				c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
-				break
+		wait, retry := r.Next(err, c.jitter(c.opts.PollInterval))
+		if !retry || ctx.Err() != nil {
+			if ctx.Err() != nil && !IsPermanent(err) {
+				return nil, fmt.Errorf("lease %q: %w (last attempt: %w)", c.key, context.Cause(ctx), err)
 			}
 			return nil, err
 		}
-		t := c.opts.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("lease %q: %w (last attempt: %w)", c.key, context.Cause(ctx), err)
-		case <-t.C():
+		if r.First() {
+			c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
+		}
+		if werr := c.Wait(ctx, wait); werr != nil {
+			return nil, fmt.Errorf("lease %q: %w (last attempt: %w)", c.key, werr, err)
 		}
 	}
 }
 
-// isPermanent reports errors that waiting will not cure.
-func isPermanent(err error) bool {
+// Retry decides, for a loop of acquire attempts, whether and when to try
+// again after an error. Its zero value is ready for use. It is how Acquire
+// and other waiting loops (the CLI's) treat errors alike.
+type Retry struct {
+	failures int   // store failures in a row
+	last     error // the last store failure of the streak, nil after a success or a held lease
+}
+
+// Next returns how long to wait after err before the next attempt, given
+// poll, the wait while the lease is held, and whether to try again at all.
+// A held lease waits poll, or until its holder's record is due to expire;
+// a race with another writer or throttling waits poll; a store failure
+// waits with backoff from 100 ms up to poll; a permanent error is not
+// retried.
+func (r *Retry) Next(err error, poll time.Duration) (time.Duration, bool) {
+	var held *HeldError
+	switch {
+	case errors.As(err, &held):
+		r.failures, r.last = 0, nil
+		if held.Wait < poll {
+			return held.Wait + time.Millisecond, true
+		}
+		return poll, true
+	case errors.Is(err, providers.ErrThrottled), errors.Is(err, providers.ErrConflict),
+		errors.Is(err, providers.ErrUnknownOutcome), errors.Is(err, providers.ErrPrecondition):
+		return poll, true
+	case IsPermanent(err):
+		return 0, false
+	}
+	r.failures++
+	r.last = err
+	return min(100*time.Millisecond<<min(r.failures-1, 10), max(poll, 100*time.Millisecond)), true
+}
+
+// First reports whether the error Next last saw began a streak of store
+// failures: the one to log.
+func (r *Retry) First() bool { return r.failures == 1 }
+
+// StoreErr is the last store failure of the current streak, or nil if the
+// last attempt met a held lease (or a race): what a caller whose wait ends
+// reports, rather than a holder seen before the store began to fail.
+func (r *Retry) StoreErr() error { return r.last }
+
+// IsPermanent reports errors that waiting will not cure: the object at the
+// key is not a usable record, the options or key are invalid, a write's
+// outcome could not be determined, or the store refuses the request as
+// configured (missing bucket, refused credentials, wrong endpoint, an
+// operation it does not support).
+func IsPermanent(err error) bool {
 	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrNewerSchema) || errors.Is(err, ErrInvalidOptions) ||
 		errors.Is(err, ErrFencedObject) || errors.Is(err, ErrTokenExhausted) ||
-		errors.Is(err, providers.ErrInvalidKey) || errors.Is(err, ErrAmbiguous)
+		errors.Is(err, providers.ErrInvalidKey) || errors.Is(err, ErrAmbiguous) ||
+		errors.Is(err, providers.ErrNoBucket) || errors.Is(err, providers.ErrPermission) ||
+		errors.Is(err, providers.ErrWrongEndpoint) || errors.Is(err, errors.ErrUnsupported)
 }
 
 // Status is what Inspect reports.

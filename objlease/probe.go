@@ -87,6 +87,15 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 		}
 	}
 
+	// Read before writing: a store that cannot answer a read (an endpoint
+	// that is not the store's API, where an upload may still land) would
+	// keep the probe's object, which could then not be removed.
+	if err := timed("stat", func() (time.Time, error) {
+		_, err := store.Stat(ctx, missing)
+		return time.Time{}, err
+	}); err != nil && !errors.Is(err, providers.ErrNotFound) {
+		return r, fmt.Errorf("probe: %w", err)
+	}
 	v1, err := create("objlease probe 1")
 	if err != nil {
 		return r, fmt.Errorf("probe: %w", err)

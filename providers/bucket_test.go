@@ -183,27 +183,6 @@ func TestBucketReadBound(t *testing.T) {
 	}
 }
 
-// A Store implemented on its own, opened by URL, comes back under a Bucket.
-func TestOpenWrapsStores(t *testing.T) {
-	providers.Register("selfmade", func(context.Context, *url.URL) (providers.Store, string, error) {
-		return selfmade{mem.New()}, "k", nil
-	})
-	b, key, err := providers.Open(t.Context(), "selfmade://x/k")
-	if err != nil || key != "k" {
-		t.Fatalf("Open: %v, %q", err, key)
-	}
-	// The Bucket's key check runs before the store sees the call.
-	if _, err := b.Get(t.Context(), "a\x00", 0); !errors.Is(err, providers.ErrInvalidKey) {
-		t.Errorf("get of a key with NUL: %v, want ErrInvalidKey", err)
-	}
-	if _, err := b.Create(t.Context(), "k", []byte("x"), nil); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// selfmade hides that its store is a Bucket.
-type selfmade struct{ providers.Store }
-
 func TestConnectFailed(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}

@@ -99,39 +99,3 @@ type nativeError struct {
 
 func (e *nativeError) Error() string { return e.summary }
 func (e *nativeError) Unwrap() error { return e.err }
-
-// StoreDriver lets a Store implemented on its own sit under a Bucket. Its
-// errors, already *Error values, pass through unchanged.
-func StoreDriver(s Store) Driver { return storeDriver{s} }
-
-type storeDriver struct{ s Store }
-
-func (d storeDriver) Read(ctx context.Context, key string, maxBytes int64) (*Reader, error) {
-	o, err := d.s.Get(ctx, key, maxBytes)
-	if err != nil {
-		return nil, err
-	}
-	return NewBytesReader(o.Attrs, o.Data), nil
-}
-
-func (d storeDriver) Stat(ctx context.Context, key string) (*Attrs, error) { return d.s.Stat(ctx, key) }
-
-func (d storeDriver) Create(ctx context.Context, key string, data []byte, md map[string]string) (WriteResult, error) {
-	return d.s.Create(ctx, key, data, md)
-}
-
-func (d storeDriver) Replace(ctx context.Context, key string, data []byte, md map[string]string, ifVersion string) (WriteResult, error) {
-	return d.s.Replace(ctx, key, data, md, ifVersion)
-}
-
-func (d storeDriver) Delete(ctx context.Context, key, ifVersion string) error {
-	return d.s.Delete(ctx, key, ifVersion)
-}
-
-func (d storeDriver) List(ctx context.Context, prefix, pageToken string, pageSize int) (ListPage, error) {
-	return d.s.List(ctx, prefix, pageToken, pageSize)
-}
-
-func (d storeDriver) Properties() Properties { return d.s.Properties() }
-func (d storeDriver) As(target any) bool     { return d.s.As(target) }
-func (d storeDriver) Close() error           { return d.s.Close() }

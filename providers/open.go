@@ -16,7 +16,7 @@ var ErrBadURL = errors.New("bad store URL")
 // Opener opens the store a URL names and returns it with the object key (or
 // key prefix) the URL points at. Providers register one per scheme; a
 // provider built on a Driver returns its *Bucket.
-type Opener func(ctx context.Context, u *url.URL) (store Store, key string, err error)
+type Opener func(ctx context.Context, u *url.URL) (store *Bucket, key string, err error)
 
 var (
 	openersMu sync.RWMutex
@@ -49,8 +49,7 @@ func Schemes() []string {
 // Open opens the store named by rawURL (for example file:///srv/leases/job,
 // s3://bucket/leases/job) and returns it with the key the URL points at. The
 // provider package for the scheme must be imported (providers/all imports
-// every one). A store the opener did not build as a *Bucket is put under
-// one with StoreDriver, so every store opened by URL does the shared checks.
+// every one).
 func Open(ctx context.Context, rawURL string) (*Bucket, string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -69,8 +68,5 @@ func Open(ctx context.Context, rawURL string) (*Bucket, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if b, ok := s.(*Bucket); ok {
-		return b, key, nil
-	}
-	return NewBucket(StoreDriver(s)), key, nil
+	return s, key, nil
 }

@@ -11,7 +11,7 @@
 // store needs alike: key checks, refusing an empty version, checking the
 // context before anything is sent, naming the operation and key in errors,
 // lower-casing metadata keys, bounding reads and counting requests. Below it,
-// each provider package (mem, s3, gcs, azblob, faulty) implements the small
+// each provider package (file, mem, s3, gcs, azblob, faulty) implements the small
 // Driver interface, and every one passes the same conformance suite in
 // providertest.
 package providers

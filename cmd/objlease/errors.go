@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,7 +19,6 @@ import (
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/objlease/semaphore"
 	"github.com/objlease/objlease/providers"
-	"github.com/objlease/objlease/providers/s3"
 )
 
 // Errors of the command's own, each mapped to an exit code below.
@@ -46,16 +46,19 @@ var exitCodes = []struct {
 	meaning string
 }{
 	{0, nil, "success"},
+	{78, []error{providers.ErrNoBucket, providers.ErrPermission, providers.ErrWrongEndpoint},
+		"the store is not set up as the URL says: the bucket or container does not exist, the credentials were refused, or the endpoint does not serve the store's API"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
 		fence.ErrVersionsRepeat, bench.ErrUsage, semaphore.ErrSizeMismatch}, "usage error: unknown command or flag, missing argument, bad URL or key, invalid option, a --slots other than the recorded one"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold: the lease was lost while held"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
-	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema}, "the object at the key is not an objlease record (or is of a newer schema); it is left alone unless --force is given"},
+	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, objlease.ErrTokenExhausted},
+		"the object at the key is not an objlease record (or is of a newer schema), left alone unless --force is given; or it is a fenced data object, or a lease record where fenced data was meant, never overwritten; or its token is the largest there can be"},
 	{75, []error{objlease.ErrHeld, errNotAcquired}, "the lease was not acquired: held by another holder past --timeout (release: held by another holder)"},
 	{1, []error{errNoLease, providers.ErrNotFound, errUnsafe, bench.ErrViolation}, "inspect, release: there is no lease at the key; doctor: the store does not enforce conditional writes; bench: two holders held a lease at once"},
 	{126, []error{errCannotStart}, "run: the command could not be started"},
 	{127, []error{errNotFound}, "run: the command was not found"},
-	{69, nil, "the store failed or could not be reached"},
+	{69, []error{providers.ErrUnreachable}, "store unreachable (no connection could be made), or the store failed"},
 }
 
 // exitCodeOf maps the error a command returned to its exit code.
@@ -156,24 +159,43 @@ func reason(err error, rawURL string) string {
 	var ne *net.OpError
 	var in interrupt
 	var te *timeoutError
+	var ste *storeTimeoutError
 	switch {
 	case errors.As(err, &in):
 		return in.Error()
 	case errors.As(err, &te):
 		return te.cause.Error() + ": " + reason(te.held, rawURL)
+	case errors.As(err, &ste):
+		return ste.cause.Error() + "; the store was failing: " + reason(ste.err, rawURL)
 	case errors.As(err, &held):
 		return fmt.Sprintf("held by %q (token %d); this observer could take it over in %v at the earliest, if its holder stops renewing",
 			held.Holder, held.Token, roundDuration(held.Wait))
+	case errors.Is(err, objlease.ErrFencedObject) && errors.As(err, &rec):
+		return fmt.Sprintf("the object at %q is a fenced data object, not a lease record; it is never overwritten", rec.Key)
+	case errors.Is(err, fence.ErrLeaseRecord):
+		return fmt.Sprintf("the object %s is a lease record, not fenced data; it is never overwritten (end the lease with release or break)", keyOf(err, rawURL))
 	case errors.As(err, &rec):
 		what := "is not an objlease record"
 		if errors.Is(err, objlease.ErrNewerSchema) {
 			what = "is an objlease record of a newer schema"
 		}
 		return fmt.Sprintf("the object at %q %s: %s; it is left alone unless --force is given", rec.Key, what, rec.Reason)
-	case errors.Is(err, s3.ErrNoBucket):
-		return fmt.Sprintf("bucket %q does not exist (check the name or AWS_ENDPOINT_URL)", bucketOf(rawURL))
-	case errors.Is(err, s3.ErrCredentials):
-		return "the store refused the credentials (check AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+	case errors.Is(err, providers.ErrNoBucket):
+		return fmt.Sprintf("%s %q does not exist (check the name or %s)", bucketWord(rawURL), bucketOf(rawURL), endpointHint(rawURL))
+	case errors.Is(err, providers.ErrPermission):
+		return "the store refused the credentials (check " + credentialHint(rawURL) + ")"
+	case errors.Is(err, providers.ErrWrongEndpoint):
+		msg := "the endpoint does not serve the store's API"
+		if errors.As(err, &pe) {
+			msg = core(pe)
+		}
+		return msg + " (check ?endpoint= or " + endpointHint(rawURL) + ")"
+	case errors.Is(err, providers.ErrUnreachable):
+		why := "no connection could be made"
+		if errors.As(err, &ne) {
+			why = ne.Error()
+		}
+		return "store unreachable: " + why + " (check ?endpoint= or " + endpointHint(rawURL) + ", and the network)"
 	case errors.As(err, &ne):
 		return fmt.Sprintf("cannot reach the store: %v (check the endpoint and the network)", ne)
 	case errors.Is(err, providers.ErrInvalidKey) && errors.As(err, &pe):
@@ -200,7 +222,19 @@ func shorten(err error) string {
 // core is a store error's portable part: the sentinel and what the store
 // added to it, without the SDK's own message.
 func core(pe *providers.Error) string {
-	parts, ok := pe.Err.(interface{ Unwrap() []error })
+	err := pe.Err
+	for {
+		// A message put on one line wraps the sentinel and the native error.
+		single, ok := err.(interface{ Unwrap() error })
+		if !ok || single.Unwrap() == nil {
+			break
+		}
+		if _, joined := single.Unwrap().(interface{ Unwrap() []error }); !joined {
+			break
+		}
+		err = single.Unwrap()
+	}
+	parts, ok := err.(interface{ Unwrap() []error })
 	if !ok || len(parts.Unwrap()) < 2 {
 		return pe.Err.Error()
 	}
@@ -211,6 +245,45 @@ func core(pe *providers.Error) string {
 		msg += ": " + native
 	}
 	return msg
+}
+
+// bucketWord is what the URL's store calls a bucket.
+func bucketWord(rawURL string) string {
+	if strings.HasPrefix(rawURL, "azblob:") {
+		return "container"
+	}
+	return "bucket"
+}
+
+// endpointHint names where the URL's store takes its address from.
+func endpointHint(rawURL string) string {
+	switch {
+	case strings.HasPrefix(rawURL, "gs:"):
+		return "STORAGE_EMULATOR_HOST"
+	case strings.HasPrefix(rawURL, "azblob:"):
+		return "AZURE_STORAGE_CONNECTION_STRING"
+	}
+	return "AWS_ENDPOINT_URL"
+}
+
+// credentialHint names where the URL's store takes its credentials from.
+func credentialHint(rawURL string) string {
+	switch {
+	case strings.HasPrefix(rawURL, "gs:"):
+		return "GOOGLE_APPLICATION_CREDENTIALS"
+	case strings.HasPrefix(rawURL, "azblob:"):
+		return "AZURE_STORAGE_CONNECTION_STRING or the Azure credential chain"
+	}
+	return "AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+}
+
+// keyOf names the object a store error is about, or else the URL.
+func keyOf(err error, rawURL string) string {
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return strconv.Quote(pe.Key)
+	}
+	return rawURL
 }
 
 func bucketOf(rawURL string) string {

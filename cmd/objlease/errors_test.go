@@ -16,8 +16,9 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
-	"github.com/objlease/objlease/providers/s3"
+	"github.com/objlease/objlease/providers/s3store"
 )
 
 // A store error prints as one line: the portable cause and what to check,
@@ -28,7 +29,7 @@ func TestDescribe(t *testing.T) {
 		err  error
 		want string
 	}{
-		{opErr("inspect", "s3://b/k", providers.Wrap("get", "k", fmt.Errorf("%w: %q", s3.ErrNoBucket, "b"), sdk)),
+		{opErr("inspect", "s3://b/k", providers.Wrap("get", "k", fmt.Errorf("%w: %q", s3store.ErrNoBucket, "b"), sdk)),
 			`inspect s3://b/k: bucket "b" does not exist (check the name or AWS_ENDPOINT_URL)`},
 		{opErr("list", "file:///d/", providers.Wrap("list", "x", fmt.Errorf("%w: names a file of the store's own", providers.ErrInvalidKey), nil)),
 			`list file:///d/: the store does not accept the key "x": names a file of the store's own`},
@@ -36,6 +37,16 @@ func TestDescribe(t *testing.T) {
 			`inspect gs://b/k: the store does not accept the key "k": bucket "b" does not exist`},
 		{opErr("acquire", "s3://b/k", fmt.Errorf("lease %q: %w", "k", providers.Wrap("replace", "k", providers.ErrThrottled, sdk))),
 			`acquire s3://b/k: lease "k": replace "k": throttled by store`},
+		{opErr("inspect", "azblob://c/k", providers.Wrap("get", "k", fmt.Errorf("%w: %q", providers.ErrNoBucket, "c"), sdk)),
+			`inspect azblob://c/k: container "c" does not exist (check the name or AZURE_STORAGE_CONNECTION_STRING)`},
+		{opErr("run", "s3://b/k", providers.Wrap("create", "k", providers.ErrPermission, sdk)),
+			`run s3://b/k: the store refused the credentials (check AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)`},
+		{opErr("inspect", "gs://b/k", providers.Wrap("get", "k", fmt.Errorf("%w: bucket %q", providers.ErrUnreachable, "b"), sdk)),
+			`inspect gs://b/k: store unreachable: no connection could be made (check ?endpoint= or STORAGE_EMULATOR_HOST, and the network)`},
+		{opErr("run", "s3://b/k", &storeTimeoutError{errors.New("lease not acquired within --timeout 5s"), providers.Wrap("create", "k", providers.ErrUnreachable, sdk)}),
+			`run s3://b/k: lease not acquired within --timeout 5s; the store was failing: store unreachable: no connection could be made (check ?endpoint= or AWS_ENDPOINT_URL, and the network)`},
+		{opErr("acquire", "file:///d/k", &objlease.RecordError{Key: "k", Err: objlease.ErrFencedObject, Reason: "object is a fenced data object"}),
+			`acquire file:///d/k: the object at "k" is a fenced data object, not a lease record; it is never overwritten`},
 		{opErr("run", "file:///d/k", &objlease.HeldError{Key: "k", Holder: "alice", Token: 7, Wait: 30300 * time.Millisecond}),
 			`run file:///d/k: held by "alice" (token 7); this observer could take it over in 30.3s at the earliest, if its holder stops renewing`},
 	} {
@@ -92,6 +103,33 @@ func TestExitCodesMatchDocs(t *testing.T) {
 	}
 	if exitCodeOf(exitStatus(7)) != 7 || exitCodeOf(interrupt{os.Interrupt}) != 130 {
 		t.Error("a command's status or a signal is not passed through")
+	}
+}
+
+// Only a held lease exits 75: a store that is not set up, or that could
+// not be reached until --timeout ended the wait, exits with its own code.
+func TestExitCodesOfStoreFailures(t *testing.T) {
+	timeout := fmt.Errorf("%w within --timeout 5s", errNotAcquired)
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{providers.Wrap("create", "a", providers.ErrNoBucket, nil), 78},
+		{providers.Wrap("create", "a", providers.ErrPermission, nil), 78},
+		{providers.Wrap("get", "a", providers.ErrWrongEndpoint, nil), 78},
+		{providers.Wrap("get", "a", providers.ErrUnreachable, nil), 69},
+		{providers.Wrap("get", "a", providers.ErrInvalidKey, nil), 64},
+		{fmt.Errorf("%w: %w", objlease.ErrAmbiguous, providers.Wrap("get", "a", providers.ErrPermission, nil)), 78},
+		{&storeTimeoutError{timeout, providers.Wrap("create", "a", providers.ErrUnreachable, nil)}, 69},
+		{&storeTimeoutError{timeout, providers.Wrap("create", "a", providers.ErrThrottled, nil)}, 69},
+		{&timeoutError{timeout, &objlease.HeldError{Key: "a"}}, 75},
+		{&objlease.RecordError{Key: "a", Err: objlease.ErrFencedObject}, 65},
+		{fmt.Errorf("put: %w", fence.ErrLeaseRecord), 65},
+		{fmt.Errorf("lease: %w", objlease.ErrTokenExhausted), 65},
+	} {
+		if got := exitCodeOf(opErr("run", "s3://b/a", tc.err)); got != tc.want {
+			t.Errorf("%v exits %d, want %d", tc.err, got, tc.want)
+		}
 	}
 }
 

@@ -25,6 +25,9 @@ of its own to stdout: stdin, stdout and stderr are COMMAND's.
 
 --timeout: by default run waits as long as it takes; with --timeout 0 it
 tries once; with --timeout D it gives up after D. Not acquired: exit 75.
+A store that cannot be reached is retried with backoff (exit 69 if
+--timeout ends the wait then); a missing bucket or refused credentials end
+it at once (exit 78).
 A holder that died without releasing is taken over only once this process
 has seen its record unchanged for TTL × (1 + drift), so --timeout 0 never
 takes over such a lease, unless --store-clock lets the store's clock decide.

@@ -23,15 +23,25 @@ const waitReport = 10 * time.Second
 // take acquires the lease as --timeout says. While it waits it polls every
 // --poll (or sooner, when the holder's record is due to expire for this
 // observer) and, under -v, says who holds the lease, since when, and the
-// earliest this observer could take it over.
+// earliest this observer could take it over. A store that fails is tried
+// again with backoff, with one warning per streak of failures; a missing
+// bucket or refused credentials end it at once. With --timeout 0 it makes
+// one attempt, and looks for the outcome of a write whose reply was lost
+// for at most the lease's TTL (after which such a write has expired).
 func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
-	if timeout.set && timeout.d > 0 {
+	once := timeout.set && timeout.d == 0
+	switch {
+	case once:
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, cl.Options().TTL, fmt.Errorf("%w: the outcome of the one attempt of --timeout 0 stayed unknown for the lease's TTL", errNotAcquired))
+		defer cancel()
+	case timeout.set:
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within --timeout %v", errNotAcquired, timeout.d))
 		defer cancel()
 	}
-	once := timeout.set && timeout.d == 0
 	poll := cl.Options().PollInterval
+	var retry objlease.Retry
 	var last *objlease.HeldError
 	var lastSaid time.Time
 	for {
@@ -39,43 +49,42 @@ func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) 
 		if err == nil {
 			return l, nil
 		}
-		if ctx.Err() != nil {
-			return nil, waitEnded(ctx, last)
-		}
-		wait := poll
+		wait, again := retry.Next(err, poll)
 		var held *objlease.HeldError
 		switch {
+		case !again || permanent(err):
+			return nil, err
+		case ctx.Err() != nil:
+			return nil, waitEnded(ctx, last, retry.StoreErr())
+		case once:
+			return nil, err
 		case errors.As(err, &held):
-			if once {
-				return nil, err
-			}
 			if last == nil || held.Holder != last.Holder || held.Token != last.Token || time.Since(lastSaid) >= waitReport {
 				c.sayHeld(ctx, cl, held, last != nil && held.Token == last.Token)
 				lastSaid = time.Now()
 			}
 			last = held
-			if held.Wait < wait {
-				wait = held.Wait + time.Millisecond
-			}
-		case errors.Is(err, providers.ErrThrottled), errors.Is(err, providers.ErrConflict),
-			errors.Is(err, providers.ErrUnknownOutcome), errors.Is(err, providers.ErrPrecondition):
-			// Raced with another writer, or asked to slow down: look again.
-		case once || permanent(err):
-			return nil, err
-		default:
+		case retry.First():
 			c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
 		}
 		if err := cl.Wait(ctx, wait); err != nil {
-			return nil, waitEnded(ctx, last)
+			return nil, waitEnded(ctx, last, retry.StoreErr())
 		}
 	}
 }
 
-// waitEnded is why a wait ended early: a signal, or --timeout with who
-// held the lease.
-func waitEnded(ctx context.Context, last *objlease.HeldError) error {
+// waitEnded is why a wait ended early: a signal; or --timeout, with the
+// store's failure if the store was failing (not who held the lease before
+// it began to), else with who held the lease.
+func waitEnded(ctx context.Context, last *objlease.HeldError, storeErr error) error {
 	cause := context.Cause(ctx)
-	if _, ok := interrupted(ctx); ok || last == nil {
+	if _, ok := interrupted(ctx); ok {
+		return cause
+	}
+	if storeErr != nil {
+		return &storeTimeoutError{cause, storeErr}
+	}
+	if last == nil {
 		return cause
 	}
 	return &timeoutError{cause, last}
@@ -90,12 +99,18 @@ type timeoutError struct {
 func (e *timeoutError) Error() string   { return e.cause.Error() + ": " + e.held.Error() }
 func (e *timeoutError) Unwrap() []error { return []error{e.cause, e.held} }
 
-// permanent reports errors that waiting will not cure.
-func permanent(err error) bool {
-	return errors.Is(err, objlease.ErrBadRecord) || errors.Is(err, objlease.ErrNewerSchema) ||
-		errors.Is(err, objlease.ErrInvalidOptions) || errors.Is(err, providers.ErrInvalidKey) ||
-		errors.Is(err, objlease.ErrAmbiguous) || errors.Is(err, providers.ErrBadURL)
+// storeTimeoutError is a wait that --timeout ended while the store was
+// failing. It matches the store's error, not errNotAcquired: the lease was
+// not seen held, so the exit code says what the store did.
+type storeTimeoutError struct {
+	cause error
+	err   error
 }
+
+func (e *storeTimeoutError) Error() string {
+	return e.cause.Error() + "; the store was failing: " + e.err.Error()
+}
+func (e *storeTimeoutError) Unwrap() error { return e.err }
 
 // sayHeld reports, under -v, who holds the lease a waiter waits for. When
 // the holder is new to this waiter it reads the record once more for the
@@ -112,4 +127,9 @@ func (c *cli) sayHeld(ctx context.Context, cl *objlease.Client, held *objlease.H
 	}
 	c.log.Info(fmt.Sprintf("waiting for %s: held by %s (token %d)%s; earliest takeover by this observer in %s, if it stops renewing",
 		cl.Key(), held.Holder, held.Token, since, roundDuration(held.Wait)))
+}
+
+// permanent reports errors that waiting will not cure.
+func permanent(err error) bool {
+	return objlease.IsPermanent(err) || errors.Is(err, providers.ErrBadURL)
 }

@@ -158,16 +158,17 @@ func (b *bench) main(ctx context.Context, only, contenders string, asJSON, force
 	if err := b.parse(only, contenders); err != nil {
 		return err
 	}
-	store, prefix, err := b.env.Open(ctx, b.url)
+	cs, prefix, err := openCounted(ctx, b.env.Open, b.url)
 	if err != nil {
 		return err
 	}
+	store := cs.Store
 	defer store.Close()
 	b.store, b.prefix, b.props = store, prefix, store.Properties()
 	if b.only["failover"] && b.props.Name == "mem" {
 		return usagef("the failover section needs a store other processes can reach, and mem:// lives in this process; use --only without failover")
 	}
-	b.cs = &countingStore{Store: store}
+	b.cs = cs
 	if !ttlSet {
 		b.ttl = max(b.ttl, 3*b.props.MinWriteInterval)
 	}

@@ -57,12 +57,11 @@ func Holder(ctx context.Context, env Env, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	store, _, err := env.Open(ctx, fs.Arg(0))
+	cs, _, err := openCounted(ctx, env.Open, fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	cs := &countingStore{Store: store}
+	defer cs.Close()
 	cl, err := objlease.New(cs, *key, o)
 	if err != nil {
 		return err

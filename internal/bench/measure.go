@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -12,9 +13,10 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/wirecount"
 )
 
-// Store operations, as counted by countingStore.
+// Store operations, as countingStore counts their requests.
 const (
 	opGet = iota
 	opStat
@@ -39,49 +41,80 @@ func (c counts) reads() int64  { return c[opGet] + c[opStat] + c[opList] }
 func (c counts) writes() int64 { return c[opCreate] + c[opReplace] + c[opDelete] }
 func (c counts) total() int64  { return c.reads() + c.writes() }
 
-// countingStore counts every request made through it: the bench reports
-// round trips, not only times.
+// opNames are the labels wire requests are counted under, by operation.
+var opNames = [numOps]string{"get", "stat", "list", "create", "replace", "delete"}
+
+// countingStore counts the requests of every call made through it: the
+// bench reports round trips, not only times. On a store with a wire (S3,
+// GCS, Azure) it counts the HTTP requests each call sent, retries and
+// extra lookups included; on one without (file, mem), the calls.
 type countingStore struct {
 	providers.Store
-	n [numOps]atomic.Int64
+	wire *wirecount.Transport // nil: no wire, count calls
+	n    [numOps]atomic.Int64
+}
+
+// openCounted opens rawURL with open, with wirecount under the SDK client
+// where the store has one, and returns the store counted.
+func openCounted(ctx context.Context, open func(context.Context, string) (providers.Store, string, error), rawURL string) (*countingStore, string, error) {
+	var wire *wirecount.Transport
+	ctx = providers.WithTransport(ctx, func(base http.RoundTripper) http.RoundTripper {
+		wire = wirecount.New(base)
+		return wire
+	})
+	store, prefix, err := open(ctx, rawURL)
+	if err != nil {
+		return nil, "", err
+	}
+	return &countingStore{Store: store, wire: wire}, prefix, nil
 }
 
 func (s *countingStore) counts() counts {
 	var c counts
+	if s.wire != nil {
+		byOp := s.wire.Labeled()
+		for i := range c {
+			c[i] = int64(byOp[opNames[i]])
+		}
+		return c
+	}
 	for i := range c {
 		c[i] = s.n[i].Load()
 	}
 	return c
 }
 
+// call counts a call of op and labels its requests.
+func (s *countingStore) call(ctx context.Context, op int) context.Context {
+	s.n[op].Add(1)
+	if s.wire == nil {
+		return ctx
+	}
+	return wirecount.WithLabel(ctx, opNames[op])
+}
+
 func (s *countingStore) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
-	s.n[opGet].Add(1)
-	return s.Store.Get(ctx, key, maxBytes)
+	return s.Store.Get(s.call(ctx, opGet), key, maxBytes)
 }
 
 func (s *countingStore) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
-	s.n[opStat].Add(1)
-	return s.Store.Stat(ctx, key)
+	return s.Store.Stat(s.call(ctx, opStat), key)
 }
 
 func (s *countingStore) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
-	s.n[opList].Add(1)
-	return s.Store.List(ctx, prefix, pageToken, pageSize)
+	return s.Store.List(s.call(ctx, opList), prefix, pageToken, pageSize)
 }
 
 func (s *countingStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
-	s.n[opCreate].Add(1)
-	return s.Store.Create(ctx, key, data, md)
+	return s.Store.Create(s.call(ctx, opCreate), key, data, md)
 }
 
 func (s *countingStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, ifVersion string) (providers.WriteResult, error) {
-	s.n[opReplace].Add(1)
-	return s.Store.Replace(ctx, key, data, md, ifVersion)
+	return s.Store.Replace(s.call(ctx, opReplace), key, data, md, ifVersion)
 }
 
 func (s *countingStore) Delete(ctx context.Context, key, ifVersion string) error {
-	s.n[opDelete].Add(1)
-	return s.Store.Delete(ctx, key, ifVersion)
+	return s.Store.Delete(s.call(ctx, opDelete), key, ifVersion)
 }
 
 // pacer keeps writes to any one key at least min apart, so that the bench

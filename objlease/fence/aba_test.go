@@ -98,7 +98,9 @@ func (s md5Store) Close() error       { return nil }
 
 // TestContentHashVersions runs the scenarios on the model, where the
 // tombstone race would repeat a version.
-func TestContentHashVersions(t *testing.T) { fencetest.Run(t, newMD5Store(), "t/") }
+func TestContentHashVersions(t *testing.T) {
+	fencetest.Run(t, fencetest.Config{Store: newMD5Store(), Prefix: "t/"})
+}
 
 // TestTombstoneRaceRepeatsWithEmptyTombstones shows that the model
 // reproduces the repeat StaleWriterPausedAcrossDelete guards against: with

@@ -13,7 +13,7 @@ import (
 	"github.com/objlease/objlease/providers/mem"
 )
 
-func TestMem(t *testing.T) { fencetest.Run(t, mem.New(), "t/") }
+func TestMem(t *testing.T) { fencetest.Run(t, fencetest.Config{Store: mem.New(), Prefix: "t/"}) }
 
 // repeatingStore declares S3's property: the scenarios must adapt to it.
 type repeatingStore struct{ *mem.Store }
@@ -22,7 +22,9 @@ func (repeatingStore) Properties() providers.Properties {
 	return providers.Properties{Name: "repeating", VersionsRepeat: true}
 }
 
-func TestVersionsRepeat(t *testing.T) { fencetest.Run(t, repeatingStore{mem.New()}, "t/") }
+func TestVersionsRepeat(t *testing.T) {
+	fencetest.Run(t, fencetest.Config{Store: repeatingStore{mem.New()}, Prefix: "t/"})
+}
 
 func TestCommitWritten(t *testing.T) {
 	ctx := context.Background()

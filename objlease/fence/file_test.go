@@ -12,5 +12,5 @@ func TestFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fencetest.Run(t, s, "t/")
+	fencetest.Run(t, fencetest.Config{Store: s, Prefix: "t/"})
 }

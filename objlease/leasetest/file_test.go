@@ -12,5 +12,5 @@ func TestFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leasetest.Run(t, s, "leases/")
+	leasetest.Run(t, leasetest.Config{Store: s, Prefix: "leases/"})
 }

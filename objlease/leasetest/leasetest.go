@@ -19,8 +19,22 @@ import (
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Run runs the protocol tests as subtests of t, on keys under prefix.
-func Run(t *testing.T, store providers.Store, prefix string) {
+// Config says what the suite runs on, in the shape of providertest.Config.
+type Config struct {
+	// Store is the store under test, as its constructor returns it.
+	Store providers.Store
+	// Prefix starts every key the suite writes (unique per run, so shared
+	// buckets are safe); may be "".
+	Prefix string
+}
+
+// Run runs the protocol tests as subtests of t, on cfg.Store under
+// cfg.Prefix.
+func Run(t *testing.T, cfg Config) {
+	if cfg.Store == nil {
+		t.Fatal("leasetest: Config.Store is nil")
+	}
+	store, prefix := cfg.Store, cfg.Prefix
 	newClient := func(t *testing.T, s providers.Store, key, holder string, clk clock.Clock) *objlease.Client {
 		t.Helper()
 		c, err := objlease.New(s, prefix+key, objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder, Clock: clk})

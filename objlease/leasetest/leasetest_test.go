@@ -7,4 +7,4 @@ import (
 	"github.com/objlease/objlease/providers/mem"
 )
 
-func TestMem(t *testing.T) { leasetest.Run(t, mem.New(), "leases/") }
+func TestMem(t *testing.T) { leasetest.Run(t, leasetest.Config{Store: mem.New(), Prefix: "leases/"}) }

@@ -6,9 +6,9 @@
 package all
 
 import (
-	_ "github.com/objlease/objlease/providers/azblob"
+	_ "github.com/objlease/objlease/providers/azurestore"
 	_ "github.com/objlease/objlease/providers/file"
-	_ "github.com/objlease/objlease/providers/gcs"
+	_ "github.com/objlease/objlease/providers/gcsstore"
 	_ "github.com/objlease/objlease/providers/mem"
-	_ "github.com/objlease/objlease/providers/s3"
+	_ "github.com/objlease/objlease/providers/s3store"
 )

@@ -1,10 +1,21 @@
 package file
 
-import "github.com/objlease/objlease/internal/safeguards"
+import (
+	"github.com/objlease/objlease/internal/safeguards"
+	"github.com/objlease/objlease/providers"
+)
+
+func driver(b *providers.Bucket) *Store {
+	var s *Store
+	if !b.As(&s) {
+		panic("not a file store")
+	}
+	return s
+}
 
 // LockFile is the file whose flock guards writes to key.
-func LockFile(s *Store, key string) string {
-	f, err := s.files("lock", key)
+func LockFile(b *providers.Bucket, key string) string {
+	f, err := driver(b).files("lock", key)
 	if err != nil {
 		panic(err)
 	}
@@ -15,4 +26,4 @@ func LockFile(s *Store, key string) string {
 }
 
 // SetCrashHook makes s call hook at each stage of a write.
-func SetCrashHook(s *Store, hook func(stage string)) { s.crash = hook }
+func SetCrashHook(b *providers.Bucket, hook func(stage string)) { driver(b).crash = hook }

@@ -117,6 +117,9 @@ const (
 	oldMagic   = "objlease-object v1\n" // header of objects written by earlier releases
 	maxSidecar = 1 << 20                // bounds what a damaged file can make a reader allocate
 	maxName    = 255
+	// maxKeyBytes is S3's and GCS's limit: a key that works here works
+	// there, and its files stay well within PATH_MAX (4096 on Linux).
+	maxKeyBytes = 1024
 )
 
 // sidecar is the content of an object's attributes file.
@@ -154,7 +157,15 @@ type Option func(*Store)
 func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
 
 // New returns a store rooted at the existing directory root.
-func New(root string, opts ...Option) (*Store, error) {
+func New(root string, opts ...Option) (*providers.Bucket, error) {
+	s, err := newStore(root, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return providers.NewBucket(s), nil
+}
+
+func newStore(root string, opts ...Option) (*Store, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("file store root %q: %w", root, err)
@@ -177,7 +188,7 @@ func New(root string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-func open(_ context.Context, u *url.URL) (providers.Store, string, error) {
+func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	const want = "want file:///absolute/dir/key or file:///absolute/dir/"
 	switch {
 	case u.Opaque != "" || (u.Host != "" && u.Host != "localhost"):
@@ -199,13 +210,21 @@ func open(_ context.Context, u *url.URL) (providers.Store, string, error) {
 	return s, key, nil
 }
 
+// CheckKey implements providers.KeyChecker: keys are paths below the
+// root, so they must not climb out of it or name the store's own files.
+// (Bucket has refused empty keys, a leading '/' and control characters.)
+func (s *Store) CheckKey(key string) error {
+	if why := checkKey(key); why != "" {
+		return errors.New(why)
+	}
+	return nil
+}
+
 // checkKey says what is wrong with key, or "" if nothing is.
 func checkKey(key string) string {
 	switch {
 	case key == "":
 		return "empty key"
-	case strings.HasPrefix(key, "/"):
-		return "key starts with '/'"
 	case strings.ContainsRune(key, 0):
 		return "key contains a NUL byte"
 	}
@@ -602,10 +621,10 @@ func (s *Store) read(ctx context.Context, op string, f paths) (*object, error) {
 	return o, nil
 }
 
-// Get implements providers.Store. Reads take no lock unless they find a
+// Read implements providers.Driver. Reads take no lock unless they find a
 // write in progress: object files are never changed in place, only
 // replaced by rename.
-func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
+func (s *Store) Read(ctx context.Context, key string, maxBytes int64) (*providers.Reader, error) {
 	f, err := s.files("get", key)
 	if err != nil {
 		return nil, err
@@ -619,16 +638,17 @@ func (s *Store) Get(ctx context.Context, key string, maxBytes int64) (*providers
 		return nil, providers.Wrap("get", key, providers.ErrNotFound, nil)
 	}
 	if maxBytes > 0 && o.attrs.Size > maxBytes {
-		return nil, providers.Wrap("get", key, fmt.Errorf("%w: %d bytes, bound %d", providers.ErrTooLarge, o.attrs.Size, maxBytes), nil)
+		// Bucket would refuse it; do not read it first.
+		return &providers.Reader{Attrs: o.attrs, Body: io.NopCloser(strings.NewReader(""))}, nil
 	}
 	data, err := o.data()
 	if err != nil {
 		return nil, &providers.Error{Op: "get", Key: key, Err: err}
 	}
-	return &providers.Object{Attrs: o.attrs, Data: data}, nil
+	return providers.NewBytesReader(o.attrs, data), nil
 }
 
-// Stat implements providers.Store.
+// Stat implements providers.Driver.
 func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
 	f, err := s.files("stat", key)
 	if err != nil {
@@ -645,7 +665,7 @@ func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) 
 	return &o.attrs, nil
 }
 
-// Create implements providers.Store.
+// Create implements providers.Driver.
 func (s *Store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
 	return s.write(ctx, "create", key, data, metadata, func(f paths, cur *object) error {
 		if cur.exists() {
@@ -667,7 +687,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte, metadata ma
 	})
 }
 
-// Replace implements providers.Store.
+// Replace implements providers.Driver.
 func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
 	return s.write(ctx, "replace", key, data, metadata, func(_ paths, cur *object) error {
 		return match("replace", cur, ifVersion)
@@ -944,7 +964,7 @@ func stillLinked(lf *os.File, name string) (bool, error) {
 	return os.SameFile(a, b), nil
 }
 
-// Delete implements providers.Store. Directories it leaves empty are
+// Delete implements providers.Driver. Directories it leaves empty are
 // removed, so that their names are free for objects.
 func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
 	f, err := s.files("delete", key)
@@ -992,7 +1012,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 	return nil // unlock removes the lock file and empty directories
 }
 
-// List implements providers.Store. The page token is the last key returned.
+// List implements providers.Driver. The page token is the last key returned.
 func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
 	if pageSize <= 0 {
 		pageSize = 1000
@@ -1091,9 +1111,9 @@ func (l *lister) add(key string) error {
 	return nil
 }
 
-// Properties implements providers.Store.
+// Properties implements providers.Driver.
 func (s *Store) Properties() providers.Properties {
-	return providers.Properties{Name: "file", TimestampGranularity: time.Nanosecond}
+	return providers.Properties{Name: "file", TimestampGranularity: time.Nanosecond, MaxKeyBytes: maxKeyBytes}
 }
 
 // As sets a **Store target to s.
@@ -1105,5 +1125,5 @@ func (s *Store) As(target any) bool {
 	return ok
 }
 
-// Close implements providers.Store; a file store holds nothing open.
+// Close implements providers.Driver; a file store holds nothing open.
 func (s *Store) Close() error { return nil }

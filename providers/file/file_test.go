@@ -13,7 +13,7 @@ import (
 	"github.com/objlease/objlease/providers/file"
 )
 
-func newStore(t *testing.T) (*file.Store, string) {
+func newStore(t *testing.T) (*providers.Bucket, string) {
 	t.Helper()
 	dir := t.TempDir()
 	s, err := file.New(dir)
@@ -212,7 +212,7 @@ func TestForeignFiles(t *testing.T) {
 	}
 }
 
-func stat(t *testing.T, s *file.Store, key string) *providers.Attrs {
+func stat(t *testing.T, s *providers.Bucket, key string) *providers.Attrs {
 	t.Helper()
 	a, err := s.Stat(t.Context(), key)
 	if err != nil {

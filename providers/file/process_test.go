@@ -91,7 +91,7 @@ const counterKey = "shared/counter"
 
 // count increments the counter in counterKey by read, then conditional
 // write, and prints every value it managed to write.
-func count(t *testing.T, s *file.Store, counterKey string) {
+func count(t *testing.T, s *providers.Bucket, counterKey string) {
 	ctx := t.Context()
 	for range 300 {
 		var n int
@@ -207,7 +207,7 @@ const tornKey = "torn/object"
 
 // writeForever rewrites tornKey with 64 KiB of one letter, the letter also
 // in its metadata, and prints a line after each write.
-func writeForever(t *testing.T, s *file.Store) {
+func writeForever(t *testing.T, s *providers.Bucket) {
 	ctx := t.Context()
 	for i := 0; ; i++ {
 		letter := string(rune('a' + i%26))
@@ -269,7 +269,7 @@ func TestKilledWriter(t *testing.T) {
 
 // crashAt replaces tornKey with 64 KiB of "b" and is killed by SIGKILL at
 // the stage of the write named by key.
-func crashAt(t *testing.T, s *file.Store, stage string) {
+func crashAt(t *testing.T, s *providers.Bucket, stage string) {
 	file.SetCrashHook(s, func(at string) {
 		if at == stage {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -351,7 +351,7 @@ func TestKilledAtEachStage(t *testing.T) {
 
 // hold takes key's lock as the store would, says so, and keeps it until
 // its stdin closes.
-func hold(t *testing.T, s *file.Store, key string) {
+func hold(t *testing.T, s *providers.Bucket, key string) {
 	p := file.LockFile(s, key)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 
 // twoRoots opens one directory tree twice: at D and at D/x, so that key
 // "x/k" of the first and key "k" of the second name the same file.
-func twoRoots(t *testing.T) (outer, inner *file.Store, dir string) {
+func twoRoots(t *testing.T) (outer, inner *providers.Bucket, dir string) {
 	t.Helper()
 	dir = t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "x"), 0o755); err != nil {
@@ -71,7 +71,7 @@ func TestSymlinkedFileExcludes(t *testing.T) {
 
 // path is one way to name a file: a store and a key.
 type path struct {
-	s   *file.Store
+	s   *providers.Bucket
 	key string
 }
 

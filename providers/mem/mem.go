@@ -66,7 +66,7 @@ var (
 	named   = map[string]*Store{}
 )
 
-func open(_ context.Context, u *url.URL) (providers.Store, string, error) {
+func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	if u.Opaque != "" || u.Host == "" {
 		return nil, "", fmt.Errorf("%w %q: want mem://name/key", providers.ErrBadURL, u.Redacted())
 	}

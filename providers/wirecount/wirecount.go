@@ -7,9 +7,19 @@
 package wirecount
 
 import (
+	"context"
 	"net/http"
 	"sync"
 )
+
+type labelKey struct{}
+
+// WithLabel returns a context whose requests Transport also counts under
+// label (see Labeled): for instance the store operation that sends them,
+// so that one operation's retries and extra requests count as its own.
+func WithLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, labelKey{}, label)
+}
 
 // Transport is an http.RoundTripper that counts the requests passing
 // through it by method, including those that fail before an answer (no
@@ -17,8 +27,9 @@ import (
 type Transport struct {
 	base http.RoundTripper
 
-	mu    sync.Mutex
-	count map[string]int
+	mu      sync.Mutex
+	count   map[string]int
+	labeled map[string]int
 }
 
 // New returns a Transport sending through base (nil: http.DefaultTransport).
@@ -26,13 +37,15 @@ func New(base http.RoundTripper) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &Transport{base: base, count: map[string]int{}}
+	return &Transport{base: base, count: map[string]int{}, labeled: map[string]int{}}
 }
 
 // RoundTrip counts req and sends it through the base transport.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	label, _ := req.Context().Value(labelKey{}).(string)
 	t.mu.Lock()
 	t.count[req.Method]++
+	t.labeled[label]++
 	t.mu.Unlock()
 	return t.base.RoundTrip(req)
 }
@@ -60,11 +73,23 @@ func (t *Transport) Counts() Counts {
 	return c
 }
 
+// Labeled returns the requests counted so far by the label of their
+// context (WithLabel); "" counts those without one.
+func (t *Transport) Labeled() Counts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := make(Counts, len(t.labeled))
+	for k, v := range t.labeled {
+		c[k] = v
+	}
+	return c
+}
+
 // Reset sets every count to zero and returns the counts before.
 func (t *Transport) Reset() Counts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := Counts(t.count)
-	t.count = map[string]int{}
+	t.count, t.labeled = map[string]int{}, map[string]int{}
 	return c
 }

@@ -131,8 +131,21 @@ func stat(t *testing.T, store providers.Store, key string) *providers.Attrs {
 	return a
 }
 
-// Run runs the scenarios as subtests of t, on keys under prefix.
-func Run(t *testing.T, store providers.Store, prefix string) {
+// Config says what the suite runs on, in the shape of providertest.Config.
+type Config struct {
+	// Store is the store under test, as its constructor returns it.
+	Store providers.Store
+	// Prefix starts every key the suite writes (unique per run, so shared
+	// buckets are safe); may be "".
+	Prefix string
+}
+
+// Run runs the scenarios as subtests of t, on cfg.Store under cfg.Prefix.
+func Run(t *testing.T, cfg Config) {
+	if cfg.Store == nil {
+		t.Fatal("fencetest: Config.Store is nil")
+	}
+	store, prefix := cfg.Store, cfg.Prefix
 	ctx := context.Background()
 	repeats := store.Properties().VersionsRepeat
 

@@ -1,8 +1,9 @@
-package s3
+package s3store
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -67,7 +68,7 @@ func parseURL(u *url.URL) (urlConfig, error) {
 }
 
 // open is the Opener for s3:// URLs; see the package doc.
-func open(ctx context.Context, u *url.URL) (providers.Store, string, error) {
+func open(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	c, err := parseURL(u)
 	if err != nil {
 		return nil, "", err
@@ -89,6 +90,9 @@ func open(ctx context.Context, u *url.URL) (providers.Store, string, error) {
 		pathStyle = *c.pathStyle
 	}
 	client := s3sdk.NewFromConfig(cfg, func(o *s3sdk.Options) {
+		if rt, ok := providers.Transport(ctx, http.DefaultTransport.(*http.Transport).Clone()); ok {
+			o.HTTPClient = &http.Client{Transport: rt}
+		}
 		if c.endpoint != "" {
 			o.BaseEndpoint = aws.String(c.endpoint)
 		}

@@ -1,4 +1,4 @@
-package gcs
+package gcsstore
 
 // These tests drive the real SDK client against an httptest server that
 // answers what GCS answers, including the answers fake-gcs-server never

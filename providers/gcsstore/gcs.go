@@ -1,4 +1,4 @@
-// Package gcs keeps objects in a Google Cloud Storage bucket.
+// Package gcsstore keeps objects in a Google Cloud Storage bucket.
 //
 // # Construction
 //
@@ -7,7 +7,7 @@
 //
 //	client, err := storage.NewClient(ctx)
 //	...
-//	s := gcs.New(client, "my-bucket") // a *providers.Bucket
+//	s := gcsstore.New(client, "my-bucket") // a *providers.Bucket
 //
 // or open a store by URL (importing this package registers the "gs" scheme):
 //
@@ -113,7 +113,7 @@
 // checks GenerationMatch against the live generation, as documented, which
 // only a real versioned bucket can show. The emulator also never answers 409
 // or 429, and says only "Not Found" for a missing bucket.
-package gcs
+package gcsstore
 
 import (
 	"context"

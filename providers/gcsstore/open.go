@@ -1,4 +1,4 @@
-package gcs
+package gcsstore
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 func init() { providers.Register("gs", open) }
 
 // open is the Opener for gs://BUCKET/KEY URLs.
-func open(ctx context.Context, u *url.URL) (providers.Store, string, error) {
+func open(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	bucket, key, endpoint, err := parseURL(u)
 	if err != nil {
 		return nil, "", err
@@ -87,7 +87,8 @@ const readAttempts = 3
 func newClient(ctx context.Context, endpoint string) (*storage.Client, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 100 // as the SDK's own transport does for GCS
-	rt := DateTransport(base)
+	wire, _ := providers.Transport(ctx, base)
+	rt := DateTransport(wire)
 	var opts []option.ClientOption
 	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || strings.HasPrefix(endpoint, "http://") {
 		opts = append(opts, storage.WithJSONReads())

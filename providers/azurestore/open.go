@@ -1,12 +1,14 @@
-package azblob
+package azurestore
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -23,8 +25,12 @@ const (
 )
 
 func init() {
-	providers.Register(Scheme, func(ctx context.Context, u *url.URL) (providers.Store, string, error) {
-		s, key, err := openURL(u, nil)
+	providers.Register(Scheme, func(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
+		var opts *container.ClientOptions
+		if rt, ok := providers.Transport(ctx, http.DefaultTransport.(*http.Transport).Clone()); ok {
+			opts = &container.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: rt}}}
+		}
+		s, key, err := openURL(u, opts)
 		if err != nil {
 			return nil, "", err
 		}

@@ -1,4 +1,4 @@
-// Package azblob stores lease records as block blobs in an Azure Blob Storage
+// Package azurestore stores lease records as block blobs in an Azure Blob Storage
 // container.
 //
 // # Constructing
@@ -8,7 +8,7 @@
 //
 //	client, err := container.NewClientFromConnectionString(connStr, "leases", nil)
 //	...
-//	store := azblob.New(client)
+//	store := azurestore.New(client)
 //
 // Or open a URL; importing this package registers the "azblob" scheme with
 // providers.Open:
@@ -94,4 +94,4 @@
 // which has one-second resolution. StoreTime is the Date header of the
 // response. Delete reports neither, and List reports StoreTime as the Date of
 // the listing response.
-package azblob
+package azurestore

@@ -1,4 +1,4 @@
-// Package s3 stores lease records in an Amazon S3 bucket or an S3-compatible
+// Package s3store stores lease records in an Amazon S3 bucket or an S3-compatible
 // store, using conditional PutObject and DeleteObject.
 //
 // # Constructing
@@ -8,7 +8,7 @@
 //
 //	cfg, err := config.LoadDefaultConfig(ctx)
 //	client := s3sdk.NewFromConfig(cfg)
-//	store := s3.New(client, "my-bucket") // a *providers.Bucket
+//	store := s3store.New(client, "my-bucket") // a *providers.Bucket
 //
 // or open a URL (the scheme is registered when this package is imported):
 //
@@ -97,7 +97,7 @@
 // Attrs.LastModified is S3's Last-Modified (1 s resolution) on Get, Stat and
 // List. WriteResult.LastModified stays zero: the PutObject reply does not
 // carry it. StoreTime is the reply's Date header everywhere.
-package s3
+package s3store
 
 import (
 	"bytes"

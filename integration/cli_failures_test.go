@@ -1,0 +1,297 @@
+package integration
+
+// What a user of the command meets when the store is not what they think,
+// run through the real binary: the exit code, the one line on stderr, and
+// that the command ends. Each command gets a generous deadline, so that one
+// that hangs or retries for ever fails the test instead of blocking it.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/objlease/objlease/integration/emulator"
+)
+
+// commandBound is the most a command may take before it counts as a hang.
+const commandBound = 60 * time.Second
+
+var cli struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// objleaseBin builds the command from the root module, once per test
+// binary.
+func objleaseBin(t *testing.T) string {
+	t.Helper()
+	cli.once.Do(func() {
+		cli.dir, cli.err = os.MkdirTemp("", "objlease-cli-")
+		if cli.err != nil {
+			return
+		}
+		cli.path = filepath.Join(cli.dir, "objlease")
+		cmd := exec.Command("go", "build", "-o", cli.path, "./cmd/objlease")
+		cmd.Dir = ".." // the root module; this one replaces it with ../
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cli.err = errors.New("go build ./cmd/objlease: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if cli.err != nil {
+		t.Fatal(cli.err)
+	}
+	return cli.path
+}
+
+// removeCLI removes the built command; TestMain calls it.
+func removeCLI() {
+	if cli.dir != "" {
+		os.RemoveAll(cli.dir)
+	}
+}
+
+// outcome is how a command ended.
+type outcome struct {
+	code   int
+	stderr string
+}
+
+// runCLI runs the command with env added to a clean environment.
+func runCLI(t *testing.T, env []string, args ...string) outcome {
+	t.Helper()
+	bin := objleaseBin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), commandBound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	home := t.TempDir()
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+		// No credentials or configuration of the machine's own.
+		"AWS_CONFIG_FILE=" + filepath.Join(home, "aws-config"),
+		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "aws-credentials"),
+		"AWS_EC2_METADATA_DISABLED=true",
+	}, env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("objlease %s did not end within %v; stderr so far:\n%s", strings.Join(args, " "), commandBound, stderr.String())
+	}
+	o := outcome{stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		o.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("objlease %s: %v", strings.Join(args, " "), err)
+	}
+	return o
+}
+
+// sdkNoise is what an SDK's message carries and the user's line must not.
+var sdkNoise = regexp.MustCompile(`RequestID|HostID|<Error>|<\?xml|operation error|RESPONSE \d|ERROR CODE|googleapi:`)
+
+// want fails t unless the command exited code with exactly one line on
+// stderr that matches line.
+func (o outcome) want(t *testing.T, code int, line string) {
+	t.Helper()
+	if o.code != code {
+		t.Errorf("exit %d, want %d; stderr:\n%s", o.code, code, o.stderr)
+	}
+	if !regexp.MustCompile(`\Aobjlease: ` + line + `\n\z`).MatchString(o.stderr) {
+		t.Errorf("stderr:\n%s\nwant one line matching\nobjlease: %s", o.stderr, line)
+	}
+	if sdkNoise.MatchString(o.stderr) {
+		t.Errorf("stderr carries the SDK's message:\n%s", o.stderr)
+	}
+}
+
+func s3CLIEnv(e *emulator.S3, accessKey, secret string) []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + accessKey, "AWS_SECRET_ACCESS_KEY=" + secret, "AWS_REGION=" + e.Region}
+}
+
+func s3CLIURL(endpoint, bucket, key string) string {
+	return "s3://" + bucket + "/" + key + "?endpoint=" + url.QueryEscape(endpoint)
+}
+
+// withPort is an Azure connection string whose blob endpoint is at hostPort.
+func withPort(connectionString, hostPort string) string {
+	return regexp.MustCompile(`127\.0\.0\.1:\d+`).ReplaceAllString(connectionString, hostPort)
+}
+
+// The row of the table each test stands for is in its comment.
+
+// `objlease run 's3://nobucket/a?endpoint=…'` (no --timeout) retried for
+// ever; `run --timeout 5s` exited 75 as if the lease were held.
+func TestCLIMissingBucketS3(t *testing.T) {
+	e := emulator.VersityGW(t)
+	env := s3CLIEnv(e, e.AccessKey, e.SecretKey)
+	bucket := randomName()
+	u := s3CLIURL(e.Endpoint, bucket, "a")
+	line := `run s3://` + bucket + `/a\S*: bucket "` + bucket + `" does not exist \(check the name or AWS_ENDPOINT_URL\)`
+	t.Run("no timeout", func(t *testing.T) {
+		runCLI(t, env, "run", u, "--", "true").want(t, 78, line)
+	})
+	t.Run("timeout", func(t *testing.T) {
+		runCLI(t, env, "run", "--timeout", "5s", u, "--", "true").want(t, 78, line)
+	})
+	t.Run("inspect", func(t *testing.T) {
+		runCLI(t, env, "inspect", u).want(t, 78, `inspect s3://`+bucket+`/a\S*: bucket "`+bucket+`" does not exist \(check the name or AWS_ENDPOINT_URL\)`)
+	})
+}
+
+// Missing GCS bucket: inspect said "no lease" (exit 1).
+func TestCLIMissingBucketGCS(t *testing.T) {
+	g := emulator.FakeGCS(t)
+	bucket := randomName()
+	env := []string{"STORAGE_EMULATOR_HOST=" + g.Host}
+	for _, cmd := range []string{"inspect", "run"} {
+		t.Run(cmd, func(t *testing.T) {
+			args := []string{cmd, "gs://" + bucket + "/a"}
+			if cmd == "run" {
+				args = append(args, "--", "true")
+			}
+			runCLI(t, env, args...).want(t, 78, cmd+` gs://`+bucket+`/a: bucket "`+bucket+`" does not exist \(check the name or STORAGE_EMULATOR_HOST\)`)
+		})
+	}
+}
+
+// Missing Azure container: exit 64 "invalid key".
+func TestCLIMissingContainerAzure(t *testing.T) {
+	a := emulator.Azurite(t)
+	name := randomName()
+	env := []string{"AZURE_STORAGE_CONNECTION_STRING=" + a.ConnectionString}
+	for _, cmd := range []string{"inspect", "run"} {
+		t.Run(cmd, func(t *testing.T) {
+			args := []string{cmd, "azblob://" + name + "/a"}
+			if cmd == "run" {
+				args = append(args, "--", "true")
+			}
+			runCLI(t, env, args...).want(t, 78, cmd+` azblob://`+name+`/a: container "`+name+`" does not exist \(check the name or AZURE_STORAGE_CONNECTION_STRING\)`)
+		})
+	}
+}
+
+// Wrong S3 keys, run: retried for ever, with a multi-line warning
+// carrying the SDK's XML every 9 s.
+func TestCLIWrongCredentialsS3(t *testing.T) {
+	e := emulator.VersityGW(t)
+	u := s3CLIURL(e.Endpoint, e.Bucket, emulator.Prefix(t)+"a")
+	for _, c := range []struct{ name, key, secret string }{
+		{"wrong secret", e.AccessKey, "not-" + e.SecretKey},
+		{"unknown key", "AKIDNOBODYHAS", e.SecretKey},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runCLI(t, s3CLIEnv(e, c.key, c.secret), "run", u, "--", "true").want(t, 78,
+				`run s3://\S+: the store refused the credentials \(check AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY\)`)
+		})
+	}
+}
+
+// run/acquire --timeout 0 with the store not running hung, "write outcome
+// unknown; re-reading" for ever; without --timeout it must retry, and a
+// --timeout that ends the wait reports the store, not a holder.
+func TestCLIStoreNotRunning(t *testing.T) {
+	closed := closedPort(t)
+	unreachable := `store unreachable: dial tcp ` + regexp.QuoteMeta(closed) + `: connect: connection refused \(check \?endpoint= or `
+	for _, s := range []struct {
+		name, url, hint string
+		env             []string
+	}{
+		{"s3", s3CLIURL("http://"+closed, "b", "a"), "AWS_ENDPOINT_URL", []string{"AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s", "AWS_REGION=us-east-1"}},
+		{"gcs", "gs://b/a", "STORAGE_EMULATOR_HOST", []string{"STORAGE_EMULATOR_HOST=" + closed}},
+		{"azure", "azblob://c/a", "AZURE_STORAGE_CONNECTION_STRING", []string{"AZURE_STORAGE_CONNECTION_STRING=" + withPort(emulatorAzureConnectionString, closed)}},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			tail := unreachable + s.hint + `, and the network\)`
+			runCLI(t, s.env, "run", "--timeout", "0", s.url, "--", "true").want(t, 69, `run `+regexp.QuoteMeta(s.url)+`: `+tail)
+			runCLI(t, s.env, "acquire", "--timeout", "0", s.url).want(t, 69, `acquire `+regexp.QuoteMeta(s.url)+`: `+tail)
+			o := runCLI(t, s.env, "acquire", "--timeout", "3s", s.url)
+			if o.code != 69 || !strings.Contains(o.stderr, "within --timeout 3s; the store was failing: store unreachable") {
+				t.Errorf("acquire --timeout 3s: exit %d, want 69 naming the store's failure; stderr:\n%s", o.code, o.stderr)
+			}
+			if n := strings.Count(o.stderr, "\n"); n != 2 {
+				t.Errorf("acquire --timeout 3s: %d lines, want one warning for the streak and the error:\n%s", n, o.stderr)
+			}
+		})
+	}
+}
+
+// The account key Azurite accepts, in a connection string of its form.
+const emulatorAzureConnectionString = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:1/devstoreaccount1;"
+
+// STORAGE_EMULATOR_HOST with nothing listening: inspect and list hung
+// silently.
+func TestCLIEmulatorHostNotListeningGCS(t *testing.T) {
+	closed := closedPort(t)
+	env := []string{"STORAGE_EMULATOR_HOST=" + closed}
+	tail := `store unreachable: dial tcp ` + regexp.QuoteMeta(closed) + `: connect: connection refused \(check \?endpoint= or STORAGE_EMULATOR_HOST, and the network\)`
+	runCLI(t, env, "inspect", "gs://b/k").want(t, 69, `inspect gs://b/k: `+tail)
+	runCLI(t, env, "list", "gs://b/").want(t, 69, `list gs://b/: `+tail)
+}
+
+// gs://…?endpoint=http://127.0.0.1:4443 (no /storage/v1/): inspect said
+// "no lease" about an existing lease; doctor said UNSAFE and left
+// _objlease-probe-* objects behind. The server's address now means the API
+// below it; an endpoint with a path no API serves is refused as such.
+func TestCLIWrongEndpointGCS(t *testing.T) {
+	g := emulator.FakeGCS(t)
+	prefix := emulator.Prefix(t)
+	key := prefix + "lease"
+	good := openURL(t, gcsURL(g.Endpoint, g.Bucket, ""))
+	server := "http://" + g.Host
+	at := func(endpoint, key string) string {
+		return "gs://" + g.Bucket + "/" + key + "?endpoint=" + url.QueryEscape(endpoint)
+	}
+	if o := runCLI(t, nil, "acquire", "--holder", "alice", "--ttl", "1h", at(g.Endpoint, key)); o.code != 0 {
+		t.Fatalf("acquire: exit %d; stderr:\n%s", o.code, o.stderr)
+	}
+	t.Cleanup(func() {
+		if a, err := good.Stat(context.Background(), key); err == nil {
+			good.Delete(context.Background(), key, a.Version)
+		}
+	})
+	leftBehind := func() {
+		t.Helper()
+		page, err := good.List(t.Context(), prefix, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Objects {
+			if o.Key != key {
+				t.Errorf("left %q behind", o.Key)
+			}
+		}
+	}
+
+	t.Run("server address", func(t *testing.T) {
+		out, err := exec.Command(objleaseBin(t), "inspect", "-o", "json", at(server, key)).Output()
+		if err != nil || !strings.Contains(string(out), `"holder":"alice"`) {
+			t.Errorf("inspect -o json: %s, %v; want alice's lease", out, err)
+		}
+		o := runCLI(t, nil, "doctor", at(server, prefix))
+		if o.code != 0 {
+			t.Errorf("doctor: exit %d, want 0; stderr:\n%s", o.code, o.stderr)
+		}
+		leftBehind()
+	})
+	t.Run("no API there", func(t *testing.T) {
+		wrong := server + "/not-the-api/"
+		line := `%s gs://\S+: endpoint does not serve the store's API: bucket "` + g.Bucket + `": the endpoint answered a page no Cloud Storage API serves \(.*\): .* \(check \?endpoint= or STORAGE_EMULATOR_HOST\)`
+		runCLI(t, nil, "inspect", at(wrong, key)).want(t, 78, strings.Replace(line, "%s", "inspect", 1))
+		runCLI(t, nil, "doctor", at(wrong, prefix)).want(t, 78, strings.Replace(line, "%s", "doctor", 1))
+		leftBehind()
+	})
+}
