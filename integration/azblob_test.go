@@ -98,27 +98,10 @@ func (a azTarget) store(t *testing.T, rt http.RoundTripper) *providers.Bucket {
 
 func TestAzblobConformance(t *testing.T) {
 	a := newAzTarget(t)
-	t.Run("Open", func(t *testing.T) {
-		raw := a.rawURL
-		if !a.real() {
-			t.Setenv(azurestore.EnvConnectionString, a.connStr)
-			t.Setenv(azurestore.EnvAccount, "")
-			raw = "azblob://" + a.container + "/"
-		}
-		s, key, err := providers.Open(t.Context(), raw)
-		if err != nil {
-			t.Fatalf("open %s: %v", raw, err)
-		}
-		defer s.Close()
-		if a.real() {
-			key = "" // the prefix is already in a.prefix
-		}
-		providertest.Run(t, providertest.Config{Store: s, Prefix: key + a.prefix + "open/"})
-	})
-	t.Run("New", func(t *testing.T) {
-		providertest.Run(t, providertest.Config{
-			Store:         a.store(t, nil),
-			Prefix:        a.prefix + "new/",
+	config := func(st providers.Store, prefix string) providertest.Config {
+		return providertest.Config{
+			Store:         st,
+			Prefix:        prefix,
 			MissingBucket: azurestore.New(a.client(t, randomName(), nil)),
 			As: &providertest.AsCheck{
 				Store: func(s providers.Store) error {
@@ -136,8 +119,26 @@ func TestAzblobConformance(t *testing.T) {
 					return nil
 				},
 			},
-		})
+		}
+	}
+	t.Run("Open", func(t *testing.T) {
+		raw := a.rawURL
+		if !a.real() {
+			t.Setenv(azurestore.EnvConnectionString, a.connStr)
+			t.Setenv(azurestore.EnvAccount, "")
+			raw = "azblob://" + a.container + "/"
+		}
+		s, key, err := providers.Open(t.Context(), raw)
+		if err != nil {
+			t.Fatalf("open %s: %v", raw, err)
+		}
+		defer s.Close()
+		if a.real() {
+			key = "" // the prefix is already in a.prefix
+		}
+		providertest.Run(t, config(s, key+a.prefix+"open/"))
 	})
+	t.Run("New", func(t *testing.T) { providertest.Run(t, config(a.store(t, nil), a.prefix+"new/")) })
 }
 
 // mustCreateAz writes key and deletes it when the test ends.

@@ -182,14 +182,10 @@ func mustReplaceS3(t *testing.T, st providers.Store, key string, data []byte, if
 
 func TestS3Conformance(t *testing.T) {
 	target := newS3Target(t)
-	t.Run("Open", func(t *testing.T) {
-		st := target.open(t)
-		providertest.Run(t, providertest.Config{Store: st, Prefix: target.prefix + "open/"})
-	})
-	t.Run("New", func(t *testing.T) {
-		providertest.Run(t, providertest.Config{
-			Store:         target.store(t, nil),
-			Prefix:        target.prefix + "new/",
+	config := func(st providers.Store, prefix string) providertest.Config {
+		return providertest.Config{
+			Store:         st,
+			Prefix:        target.prefix + prefix,
 			MissingBucket: s3store.New(target.client(t, nil), randomName()),
 			As: &providertest.AsCheck{
 				Store: func(s providers.Store) error {
@@ -207,8 +203,10 @@ func TestS3Conformance(t *testing.T) {
 					return nil
 				},
 			},
-		})
-	})
+		}
+	}
+	t.Run("Open", func(t *testing.T) { providertest.Run(t, config(target.open(t), "open/")) })
+	t.Run("New", func(t *testing.T) { providertest.Run(t, config(target.store(t, nil), "new/")) })
 }
 
 // PUT with If-Match on a missing key answers 404 NoSuchKey (AWS and

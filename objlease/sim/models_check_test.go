@@ -19,7 +19,8 @@ func TestModelsConform(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			m := newModel(kind, 1, &auditLog{})
 			m.throttle = false // the suite writes one object many times a second
-			providertest.Run(t, providertest.Config{Store: m, Racers: 5, Rounds: 5})
+			absent := newModel(kind, 2, &auditLog{})
+			providertest.Run(t, providertest.Config{Store: m, Racers: 5, Rounds: 5, MissingBucket: absent, CreatesBuckets: true})
 		})
 	}
 	t.Run("file", func(t *testing.T) {
@@ -27,7 +28,11 @@ func TestModelsConform(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		providertest.Run(t, providertest.Config{Store: roots[0], Racers: 5, Rounds: 5})
+		absent, err := fileRoots(t.TempDir(), newWallClock(rand.New(rand.NewPCG(3, 4)), time.Now(), time.Minute), &auditLog{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		providertest.Run(t, providertest.Config{Store: roots[0], Racers: 5, Rounds: 5, MissingBucket: absent[0], CreatesBuckets: true})
 	})
 }
 

@@ -27,7 +27,8 @@ func newFaulty(t *testing.T, inner providers.Store, cfg faulty.Config) *faulty.S
 
 // Without faults configured the wrapper must be invisible.
 func TestConformanceWithoutFaults(t *testing.T) {
-	providertest.Run(t, providertest.Config{Store: newFaulty(t, mem.New(), faulty.Config{Seed: 1})})
+	providertest.Run(t, providertest.Config{Store: newFaulty(t, mem.New(), faulty.Config{Seed: 1}),
+		MissingBucket: newFaulty(t, mem.New(), faulty.Config{Seed: 2}), CreatesBuckets: true})
 }
 
 // writeOp runs one write of op against s on key "k", whose object (if

@@ -1,7 +1,12 @@
 package file_test
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/objlease/objlease/providers"
 
 	"github.com/objlease/objlease/providers/file"
 	"github.com/objlease/objlease/providers/providertest"
@@ -12,5 +17,25 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	providertest.Run(t, providertest.Config{Store: s})
+	// New wants its root to exist; a root gone since (cleaned up by hand)
+	// is made again by the first write.
+	gone := filepath.Join(t.TempDir(), "gone")
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	absent, err := file.New(gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	providertest.Run(t, providertest.Config{Store: s, MissingBucket: absent, CreatesBuckets: true,
+		As: &providertest.AsCheck{Store: func(st providers.Store) error {
+			var fs *file.Store
+			if !st.As(&fs) || fs == nil {
+				return errors.New("As(**file.Store) did not reach the driver")
+			}
+			return nil
+		}}})
 }

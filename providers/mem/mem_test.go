@@ -13,7 +13,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	providertest.Run(t, providertest.Config{Store: mem.New(), As: &providertest.AsCheck{
+	providertest.Run(t, providertest.Config{Store: mem.New(), MissingBucket: mem.New(), CreatesBuckets: true, As: &providertest.AsCheck{
 		Store: func(s providers.Store) error {
 			var m *mem.Store
 			if !s.As(&m) || m != s {

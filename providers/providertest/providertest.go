@@ -29,11 +29,16 @@ type Config struct {
 	// Racers and Rounds size the race tests (defaults 20 and 20).
 	Racers, Rounds int
 
-	// MissingBucket is a store like Store on a bucket that does not exist;
-	// nil for a store without buckets (mem, file), which skips the test.
+	// MissingBucket is a store like Store on a bucket that does not exist.
+	// It is required: a store without buckets of its own (mem, file) gives
+	// one on a namespace nobody has made, and sets CreatesBuckets.
 	MissingBucket providers.Store
-	// As checks what Store reaches with As and errors.As; nil skips those
-	// checks (As must still refuse a target of no known type).
+	// CreatesBuckets: the store has no buckets to be missing; a namespace
+	// nobody made (MissingBucket) reads as empty and can be written to.
+	CreatesBuckets bool
+	// As checks what Store reaches with As and errors.As; nil for a store
+	// that reaches nothing native (As must refuse a target of no known
+	// type either way).
 	As *AsCheck
 }
 
@@ -618,10 +623,23 @@ func (s *suite) testCancelledBeforeSending(t *testing.T) {
 func (s *suite) testMissingBucket(t *testing.T) {
 	st := s.MissingBucket
 	if st == nil {
-		t.Skip("the store has no buckets")
+		t.Fatal("Config.MissingBucket is not set: give a store on a bucket that does not exist (with CreatesBuckets for a store without buckets)")
 	}
 	ctx := t.Context()
 	key := s.key("nobucket/obj")
+	if s.CreatesBuckets {
+		if _, err := st.Get(ctx, key, 0); !errors.Is(err, providers.ErrNotFound) {
+			t.Fatalf("get %q in a namespace nobody made: %v, want ErrNotFound", key, err)
+		}
+		if _, err := st.Create(ctx, key, []byte("x"), nil); err != nil {
+			t.Fatalf("create %q in a namespace nobody made: %v", key, err)
+		}
+		page, err := st.List(ctx, s.key("nobucket/"), "", 10)
+		if err != nil || len(page.Objects) != 1 || page.Objects[0].Key != key {
+			t.Fatalf("list after the create: %+v, %v, want %q alone", page, err, key)
+		}
+		return
+	}
 	_, err := st.Get(ctx, key, 0)
 	wantErr(t, err, "get", key, providers.ErrNoBucket)
 	_, err = st.Stat(ctx, key)
@@ -647,7 +665,7 @@ func (s *suite) testAs(t *testing.T) {
 		t.Error("As accepted a target of no type the store knows")
 	}
 	if s.As == nil {
-		t.Skip("no AsCheck in the Config")
+		return
 	}
 	if s.As.Store != nil {
 		if err := s.As.Store(s.Store); err != nil {

@@ -50,9 +50,9 @@ func TestHelperBrokenStore(t *testing.T) {
 	if fault == "" {
 		t.Skip("run as a separate process by TestRejectsBrokenStores")
 	}
-	cfg := providertest.Config{Store: broken{mem.New(), fault}, Racers: 8, Rounds: 3}
+	cfg := providertest.Config{Store: broken{mem.New(), fault}, Racers: 8, Rounds: 3, MissingBucket: mem.New(), CreatesBuckets: true}
 	if fault == "nobucket-notfound" {
-		cfg.MissingBucket = mem.New() // says "not found" where a bucket is missing
+		cfg.CreatesBuckets = false // mem then says "not found" where a bucket is missing
 	}
 	providertest.Run(t, cfg)
 }
