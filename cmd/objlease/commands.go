@@ -58,15 +58,11 @@ func (c *cli) acquireCmd(fs *flagSet) action {
 		if err != nil {
 			return err
 		}
-		cl, err := c.client(ctx, &lf, url)
+		cl, l, err := c.takeAt(ctx, "acquire", &lf, url, timeout)
 		if err != nil {
-			return opErr("acquire", url, err)
+			return err
 		}
 		defer cl.Store().Close()
-		l, err := c.take(ctx, cl, timeout)
-		if err != nil {
-			return opErr("acquire", url, err)
-		}
 		if lf.holder == "" {
 			c.log.Warn("no --holder given; release it with --holder " + l.Holder())
 		}

@@ -34,15 +34,11 @@ func (c *cli) holdCmd(fs *flagSet) action {
 		if err != nil {
 			return err
 		}
-		cl, err := c.client(ctx, &lf, url)
+		cl, l, err := c.takeAt(ctx, "hold", &lf, url, timeout)
 		if err != nil {
-			return opErr("hold", url, err)
+			return err
 		}
 		defer cl.Store().Close()
-		l, err := c.take(ctx, cl, timeout)
-		if err != nil {
-			return opErr("hold", url, err)
-		}
 		if *asJSON {
 			err = c.printJSON(acquired(url, l))
 		} else {
@@ -69,4 +65,19 @@ func (c *cli) holdCmd(fs *flagSet) action {
 			return opErr("hold", url, err)
 		}
 	}
+}
+
+// takeAt opens the lease at url and takes it as --timeout says, for the
+// command op; on success the caller closes the client's store.
+func (c *cli) takeAt(ctx context.Context, op string, lf *leaseFlags, url string, timeout *waitFlag) (*objlease.Client, *objlease.Lease, error) {
+	cl, err := c.client(ctx, lf, url)
+	if err != nil {
+		return nil, nil, opErr(op, url, err)
+	}
+	l, err := c.take(ctx, cl, timeout)
+	if err != nil {
+		cl.Store().Close()
+		return nil, nil, opErr(op, url, err)
+	}
+	return cl, l, nil
 }
