@@ -1,0 +1,337 @@
+package objlease
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/providers"
+)
+
+// maxRenewalsInFlight bounds the renewals a scheduler runs at once. A
+// renewal hung in a request holds one slot until its lease's validity ends
+// (which cancels it), so a few stuck requests cannot hold up the others.
+const maxRenewalsInFlight = 64
+
+// A scheduler renews and watches every lease held through one store on
+// one clock, so that a process holding thousands of leases runs two
+// goroutines for all of them rather than two per lease: a watcher, which
+// does no I/O and so ends every lease on time whatever the store does, and
+// a dispatcher, which starts each due renewal in a goroutine of its own,
+// at most maxRenewalsInFlight at once. It starts with its first lease and
+// stops with its last, so that it runs wherever the leases were acquired
+// (a test's synctest bubble included).
+type scheduler struct {
+	key schedKey
+	clk clock.Clock
+
+	mu       sync.Mutex
+	leases   int
+	renewals leaseHeap // by renewAt; a lease being renewed is in neither heap position
+	expiries leaseHeap // by expireAt
+	// Deadlines the goroutines sleep until (zero: none), so that a push
+	// wakes them only when it moves their deadline earlier.
+	renewArmed, expiryArmed time.Time
+
+	wakeRenew  chan struct{}
+	wakeExpiry chan struct{}
+	quit       chan struct{}
+	slots      chan struct{}
+}
+
+// schedKey identifies a scheduler: leases on one store and one clock share
+// it.
+type schedKey struct {
+	store providers.Store
+	clk   clock.Clock
+}
+
+var schedulers = struct {
+	sync.Mutex
+	m map[schedKey]*scheduler
+}{m: map[schedKey]*scheduler{}}
+
+// usableAsKey reports whether v can be a map key (a store or clock that is
+// a non-comparable value gets a scheduler of its own).
+func usableAsKey(v any) (ok bool) {
+	t := reflect.TypeOf(v)
+	if t == nil || !t.Comparable() {
+		return false
+	}
+	if t.Kind() == reflect.Pointer {
+		return true
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_ = map[any]struct{}{v: {}}
+	return true
+}
+
+// register adds l to the scheduler of its client's store and clock,
+// starting one if there is none.
+func register(l *Lease, renewAt time.Time) {
+	key := schedKey{l.c.store, l.c.opts.Clock}
+	shared := usableAsKey(key.store) && usableAsKey(key.clk)
+	schedulers.Lock()
+	s := schedulers.m[key]
+	if s == nil || !shared {
+		s = &scheduler{
+			key: key, clk: l.c.opts.Clock, expiries: leaseHeap{expiry: true},
+			wakeRenew: make(chan struct{}, 1), wakeExpiry: make(chan struct{}, 1),
+			quit: make(chan struct{}), slots: make(chan struct{}, maxRenewalsInFlight),
+		}
+		if shared {
+			schedulers.m[key] = s
+		}
+		go s.dispatch()
+		go s.watch()
+	}
+	s.mu.Lock()
+	s.leases++
+	schedulers.Unlock()
+	l.sched = s
+	l.registered = true
+	l.renewAt, l.expireAt = renewAt, l.validUntil
+	l.renewIdx, l.expireIdx = -1, -1
+	s.pushRenewal(l)
+	s.pushExpiry(l)
+	s.mu.Unlock()
+}
+
+// remove takes l off its scheduler for good, stopping the scheduler if l
+// was its last lease. A renewal of l in flight is left to finish (its
+// caller cancels it) and is not rescheduled.
+func (s *scheduler) remove(l *Lease) {
+	schedulers.Lock()
+	defer schedulers.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !l.registered {
+		return
+	}
+	l.registered = false
+	if l.renewIdx >= 0 {
+		heap.Remove(&s.renewals, l.renewIdx)
+	}
+	if l.expireIdx >= 0 {
+		heap.Remove(&s.expiries, l.expireIdx)
+	}
+	s.leases--
+	if s.leases == 0 {
+		if schedulers.m[s.key] == s {
+			delete(schedulers.m, s.key)
+		}
+		close(s.quit)
+	}
+}
+
+// stopRenewals takes l off the renewal queue for good; its validity is
+// still watched until it ends.
+func (s *scheduler) stopRenewals(l *Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.renewIdx >= 0 {
+		heap.Remove(&s.renewals, l.renewIdx)
+	}
+}
+
+// pushRenewal and pushExpiry (s.mu held) queue l and wake the goroutine
+// concerned if l is now due before what it sleeps until.
+func (s *scheduler) pushRenewal(l *Lease) {
+	heap.Push(&s.renewals, l)
+	if s.renewArmed.IsZero() || l.renewAt.Before(s.renewArmed) {
+		notify(s.wakeRenew)
+	}
+}
+
+func (s *scheduler) pushExpiry(l *Lease) {
+	heap.Push(&s.expiries, l)
+	if s.expiryArmed.IsZero() || l.expireAt.Before(s.expiryArmed) {
+		notify(s.wakeExpiry)
+	}
+}
+
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// sleep waits until the deadline the heap h says (forever if empty), a
+// wake-up, or quit; it reports false on quit. armed records the deadline.
+func (s *scheduler) sleep(h *leaseHeap, armed *time.Time, wake chan struct{}) bool {
+	s.mu.Lock()
+	var next time.Time
+	if len(h.l) > 0 {
+		next = h.at(0)
+	}
+	*armed = next
+	s.mu.Unlock()
+	if next.IsZero() {
+		select {
+		case <-wake:
+			return true
+		case <-s.quit:
+			return false
+		}
+	}
+	t := s.clk.NewTimer(next.Sub(s.clk.Now()))
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-wake:
+		return true
+	case <-s.quit:
+		return false
+	}
+}
+
+// due pops every lease of h due by now (s.mu held).
+func (s *scheduler) due(h *leaseHeap, now time.Time) []*Lease {
+	var out []*Lease
+	for len(h.l) > 0 && !h.at(0).After(now) {
+		out = append(out, heap.Pop(h).(*Lease))
+	}
+	return out
+}
+
+// watch ends every lease whose safe validity has run out. A lease renewed
+// since it was queued is queued again at its new validity end, so that a
+// renewal need not touch this heap.
+func (s *scheduler) watch() {
+	for s.sleep(&s.expiries, &s.expiryArmed, s.wakeExpiry) {
+		s.mu.Lock()
+		due := s.due(&s.expiries, s.clk.Now())
+		s.mu.Unlock()
+		for _, l := range due {
+			l.mu.Lock()
+			until, ended := l.validUntil, l.ended != nil
+			l.mu.Unlock()
+			if ended {
+				continue
+			}
+			if !until.After(s.clk.Now()) {
+				l.end(fmt.Errorf("%w: lease %q: no renewal succeeded before its validity ended", ErrLeaseLost, l.c.key))
+				continue
+			}
+			s.mu.Lock()
+			if l.registered {
+				l.expireAt = until
+				s.pushExpiry(l)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// dispatch starts every due renewal.
+func (s *scheduler) dispatch() {
+	for s.sleep(&s.renewals, &s.renewArmed, s.wakeRenew) {
+		s.mu.Lock()
+		due := s.due(&s.renewals, s.clk.Now())
+		s.mu.Unlock()
+		for _, l := range due {
+			select {
+			case s.slots <- struct{}{}:
+			case <-s.quit:
+				return
+			}
+			go s.renew(l)
+		}
+	}
+}
+
+// renew runs one background renewal of l and queues the next.
+func (s *scheduler) renew(l *Lease) {
+	defer func() { <-s.slots }()
+	ctx, cancel := context.WithCancel(l.ctx)
+	l.mu.Lock()
+	stopped := l.stopping || l.ended != nil
+	l.cancelRenewal = cancel
+	l.mu.Unlock()
+	var err error
+	if !stopped {
+		err = l.renew(ctx)
+	}
+	l.mu.Lock()
+	l.cancelRenewal = nil
+	l.mu.Unlock()
+	cancel()
+	if stopped {
+		return
+	}
+	var next time.Time
+	switch {
+	case err == nil:
+		next = l.nextRenewal()
+	case errors.Is(err, ErrLeaseLost):
+		l.end(err)
+		return
+	default:
+		// Transient: retry well before validity ends, but no faster than
+		// the store accepts writes to one object.
+		wait := max(l.c.opts.RenewInterval/4, l.c.store.Properties().MinWriteInterval)
+		next = l.notBefore(s.clk.Now().Add(wait))
+		l.c.log.Warn("renewal failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
+	}
+	l.mu.Lock()
+	stopped = l.stopping
+	l.mu.Unlock()
+	s.mu.Lock()
+	if l.registered && !stopped {
+		l.renewAt = next
+		s.pushRenewal(l)
+	}
+	s.mu.Unlock()
+}
+
+// leaseHeap is a min-heap of leases by their renewal or expiry deadline.
+type leaseHeap struct {
+	l      []*Lease
+	expiry bool // by expireAt (else renewAt)
+}
+
+func (h *leaseHeap) at(i int) time.Time {
+	if h.expiry {
+		return h.l[i].expireAt
+	}
+	return h.l[i].renewAt
+}
+
+func (h *leaseHeap) idx(l *Lease) *int {
+	if h.expiry {
+		return &l.expireIdx
+	}
+	return &l.renewIdx
+}
+
+func (h *leaseHeap) Len() int           { return len(h.l) }
+func (h *leaseHeap) Less(i, j int) bool { return h.at(i).Before(h.at(j)) }
+func (h *leaseHeap) Swap(i, j int) {
+	h.l[i], h.l[j] = h.l[j], h.l[i]
+	*h.idx(h.l[i]), *h.idx(h.l[j]) = i, j
+}
+func (h *leaseHeap) Push(x any) {
+	l := x.(*Lease)
+	*h.idx(l) = len(h.l)
+	h.l = append(h.l, l)
+}
+func (h *leaseHeap) Pop() any {
+	n := len(h.l) - 1
+	l := h.l[n]
+	h.l[n] = nil
+	h.l = h.l[:n]
+	*h.idx(l) = -1
+	return l
+}
