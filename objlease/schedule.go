@@ -42,8 +42,18 @@ type scheduler struct {
 	wakeRenew  chan struct{}
 	wakeExpiry chan struct{}
 	quit       chan struct{}
-	slots      chan struct{}
+	// jobs hands due renewals to idle workers; workers counts them (at
+	// most maxRenewalsInFlight), and they live as long as the scheduler so
+	// that a renewal does not pay for a new goroutine and its stack.
+	jobs    chan *Lease
+	workers int
 }
+
+// expiryBatch is how far ahead the watcher, once awake, also requeues the
+// leases renewed since they were queued, so that it wakes about once per
+// expiryBatch rather than once per lease. Only leases whose validity has
+// really ended are ended, whenever it wakes.
+const expiryBatch = time.Second
 
 // schedKey identifies a scheduler: leases on one store and one clock share
 // it.
@@ -87,7 +97,7 @@ func register(l *Lease, renewAt time.Time) {
 		s = &scheduler{
 			key: key, clk: l.c.opts.Clock, expiries: leaseHeap{expiry: true},
 			wakeRenew: make(chan struct{}, 1), wakeExpiry: make(chan struct{}, 1),
-			quit: make(chan struct{}), slots: make(chan struct{}, maxRenewalsInFlight),
+			quit: make(chan struct{}), jobs: make(chan *Lease),
 		}
 		if shared {
 			schedulers.m[key] = s
@@ -206,13 +216,36 @@ func (s *scheduler) due(h *leaseHeap, now time.Time) []*Lease {
 	return out
 }
 
+// dueRenewals pops every lease whose renewal is due by now, and those due
+// within a thousandth of their renewal interval that the store's minimum write
+// interval already allows, so that renewals close together share one
+// wake-up (s.mu held).
+func (s *scheduler) dueRenewals(now time.Time) []*Lease {
+	var out []*Lease
+	for len(s.renewals.l) > 0 {
+		l := s.renewals.l[0].l
+		if l.renewAt.After(now) {
+			l.mu.Lock()
+			early := !l.renewAt.After(now.Add(l.c.opts.RenewInterval/1000)) &&
+				!l.lastAttempt.Add(l.c.store.Properties().MinWriteInterval).After(now)
+			l.mu.Unlock()
+			if !early {
+				break
+			}
+		}
+		out = append(out, heap.Pop(&s.renewals).(*Lease))
+	}
+	return out
+}
+
 // watch ends every lease whose safe validity has run out. A lease renewed
 // since it was queued is queued again at its new validity end, so that a
 // renewal need not touch this heap.
 func (s *scheduler) watch() {
 	for s.sleep(&s.expiries, &s.expiryArmed, s.wakeExpiry) {
+		now := s.clk.Now()
 		s.mu.Lock()
-		due := s.due(&s.expiries, s.clk.Now())
+		due := s.due(&s.expiries, now.Add(expiryBatch))
 		s.mu.Unlock()
 		for _, l := range due {
 			l.mu.Lock()
@@ -239,22 +272,43 @@ func (s *scheduler) watch() {
 func (s *scheduler) dispatch() {
 	for s.sleep(&s.renewals, &s.renewArmed, s.wakeRenew) {
 		s.mu.Lock()
-		due := s.due(&s.renewals, s.clk.Now())
+		due := s.dueRenewals(s.clk.Now())
 		s.mu.Unlock()
 		for _, l := range due {
 			select {
-			case s.slots <- struct{}{}:
+			case s.jobs <- l: // an idle worker took it
+				continue
+			default:
+			}
+			if s.workers < maxRenewalsInFlight {
+				s.workers++
+				go s.work(l)
+				continue
+			}
+			select {
+			case s.jobs <- l:
 			case <-s.quit:
 				return
 			}
-			go s.renew(l)
+		}
+	}
+}
+
+// work renews l, then whatever the dispatcher hands it, until the
+// scheduler stops.
+func (s *scheduler) work(l *Lease) {
+	for {
+		s.renew(l)
+		select {
+		case l = <-s.jobs:
+		case <-s.quit:
+			return
 		}
 	}
 }
 
 // renew runs one background renewal of l and queues the next.
 func (s *scheduler) renew(l *Lease) {
-	defer func() { <-s.slots }()
 	ctx, cancel := context.WithCancel(l.ctx)
 	l.mu.Lock()
 	stopped := l.stopping || l.ended != nil
@@ -296,17 +350,25 @@ func (s *scheduler) renew(l *Lease) {
 	s.mu.Unlock()
 }
 
-// leaseHeap is a min-heap of leases by their renewal or expiry deadline.
+// leaseHeap is a min-heap of leases by their renewal or expiry deadline,
+// kept beside each lease so that sifting reads no lease.
 type leaseHeap struct {
-	l      []*Lease
+	l      []heapEntry
 	expiry bool // by expireAt (else renewAt)
 }
 
-func (h *leaseHeap) at(i int) time.Time {
-	if h.expiry {
-		return h.l[i].expireAt
+type heapEntry struct {
+	at int64 // deadline, Unix nanoseconds
+	l  *Lease
+}
+
+func (h *leaseHeap) at(i int) time.Time { return h.l[i].l.deadline(h.expiry) }
+
+func (l *Lease) deadline(expiry bool) time.Time {
+	if expiry {
+		return l.expireAt
 	}
-	return h.l[i].renewAt
+	return l.renewAt
 }
 
 func (h *leaseHeap) idx(l *Lease) *int {
@@ -317,20 +379,20 @@ func (h *leaseHeap) idx(l *Lease) *int {
 }
 
 func (h *leaseHeap) Len() int           { return len(h.l) }
-func (h *leaseHeap) Less(i, j int) bool { return h.at(i).Before(h.at(j)) }
+func (h *leaseHeap) Less(i, j int) bool { return h.l[i].at < h.l[j].at }
 func (h *leaseHeap) Swap(i, j int) {
 	h.l[i], h.l[j] = h.l[j], h.l[i]
-	*h.idx(h.l[i]), *h.idx(h.l[j]) = i, j
+	*h.idx(h.l[i].l), *h.idx(h.l[j].l) = i, j
 }
 func (h *leaseHeap) Push(x any) {
 	l := x.(*Lease)
 	*h.idx(l) = len(h.l)
-	h.l = append(h.l, l)
+	h.l = append(h.l, heapEntry{l.deadline(h.expiry).UnixNano(), l})
 }
 func (h *leaseHeap) Pop() any {
 	n := len(h.l) - 1
-	l := h.l[n]
-	h.l[n] = nil
+	l := h.l[n].l
+	h.l[n] = heapEntry{}
 	h.l = h.l[:n]
 	*h.idx(l) = -1
 	return l
