@@ -470,7 +470,10 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 
 // Acquire waits until it holds the lease or ctx ends. While the lease is
 // held elsewhere it polls every PollInterval (jittered), or sooner when the
-// holder's record is due to expire.
+// holder's record is due to expire. With Options.StoreClock, on a store
+// that reports its own time, it instead sleeps until the earliest moment
+// the store's clock allows a takeover and reads once then: about one
+// request per TTL, at the price of noticing a release only then.
 func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 	for {
 		l, err := c.TryAcquire(ctx)
@@ -481,7 +484,9 @@ func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 		var held *HeldError
 		switch {
 		case errors.As(err, &held):
-			if held.Wait < wait {
+			// A millisecond past the moment, so that the next look finds
+			// the record expired rather than a hair short of it.
+			if held.Wait < wait || c.byStoreClock() {
 				wait = held.Wait + time.Millisecond
 			}
 		case errors.Is(err, providers.ErrThrottled), errors.Is(err, providers.ErrConflict),
@@ -493,14 +498,20 @@ func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 			}
 			return nil, err
 		}
-		t := c.opts.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if c.Wait(ctx, wait) != nil {
 			return nil, fmt.Errorf("lease %q: %w (last attempt: %w)", c.key, context.Cause(ctx), err)
-		case <-t.C():
 		}
 	}
+}
+
+// byStoreClock reports whether the store-clock rule judges the record last
+// seen: the rule is on and the store reported both its time and the
+// record's Last-Modified.
+func (c *Client) byStoreClock() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.view
+	return c.opts.StoreClock != nil && o != nil && o.rec != nil && !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero()
 }
 
 // isPermanent reports errors that waiting will not cure.

@@ -30,6 +30,9 @@ type Lease struct {
 	// version another has just replaced. A channel, so that waiting for it
 	// can end with the caller's context.
 	writing chan struct{}
+	// done is Done's channel; see there.
+	done     chan struct{}
+	doneOnce sync.Once
 
 	mu      sync.Mutex
 	rec     *Record
@@ -63,7 +66,7 @@ func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time
 	l := &Lease{
 		c: c, ctx: ctx, cancel: cancel, rec: rec, version: res.Version,
 		validUntil: c.validUntil(sent), lastSent: sent, lastAttempt: sent,
-		writing: make(chan struct{}, 1),
+		writing: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	register(l, l.notBefore(sent.Add(c.firstRenewal())))
 	return l
@@ -145,7 +148,16 @@ func (l *Lease) Record() Record {
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Done is closed when the lease is lost or released.
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+// It closes once the context and every context derived from it have been
+// cancelled, so that whoever wakes on it finds those ended too.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// cancelWith cancels the lease's context with cause (the first cause wins)
+// and then closes done.
+func (l *Lease) cancelWith(cause error) {
+	l.cancel(cause)
+	l.doneOnce.Do(func() { close(l.done) })
+}
 
 // Err returns nil while the lease is held, else why it ended.
 func (l *Lease) Err() error {
@@ -177,7 +189,7 @@ func (l *Lease) end(cause error) {
 	}
 	l.mu.Unlock()
 	if first {
-		l.cancel(cause)
+		l.cancelWith(cause)
 		l.sched.remove(l)
 		l.c.recordEnded(cause)
 		if errors.Is(cause, ErrLeaseLost) {
@@ -289,7 +301,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if safeguards.CallbackBeforeRelease.Load() {
 		// Work tied to the lease must have been told to stop before the
 		// released record lets anyone else acquire.
-		l.cancel(ErrReleased)
+		l.cancelWith(ErrReleased)
 	}
 	next.Nonce = l.c.nonce()
 	next.State = StateReleased

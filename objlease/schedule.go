@@ -316,6 +316,16 @@ func (s *scheduler) renew(l *Lease) {
 	l.mu.Unlock()
 	var err error
 	if !stopped {
+		if t := l.notBefore(s.clk.Now()); t.After(s.clk.Now()) {
+			// A Renew of the caller's wrote the record since this renewal
+			// was queued: keep the store's interval from that write.
+			l.mu.Lock()
+			l.cancelRenewal = nil
+			l.mu.Unlock()
+			cancel()
+			s.requeue(l, t)
+			return
+		}
 		err = l.renew(ctx)
 	}
 	l.mu.Lock()
@@ -339,11 +349,17 @@ func (s *scheduler) renew(l *Lease) {
 		next = l.notBefore(s.clk.Now().Add(wait))
 		l.c.log.Warn("renewal failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
 	}
+	s.requeue(l, next)
+}
+
+// requeue queues l's next background renewal at next, unless it has been
+// released or has ended since.
+func (s *scheduler) requeue(l *Lease, next time.Time) {
 	l.mu.Lock()
-	stopped = l.stopping
+	stopped := l.stopping
 	l.mu.Unlock()
 	s.mu.Lock()
-	if l.registered && !stopped {
+	if l.registered && !stopped && l.renewIdx < 0 {
 		l.renewAt = next
 		s.pushRenewal(l)
 	}
