@@ -133,8 +133,9 @@ func (c *cli) benchCmd(fs *flagSet) action {
 }
 
 func (c *cli) benchHolderCmd(fs *flagSet) action {
+	run := bench.HolderFlags(fs.FlagSet)
 	return func(ctx context.Context, pos []string) error {
-		return bench.Holder(ctx, c.benchEnv(), pos)
+		return run(ctx, c.benchEnv(), pos)
 	}
 }
 

@@ -40,8 +40,19 @@ type holderReport struct {
 func Holder(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("bench holder", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
+	run := HolderFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return usagef("holder: want [flags] --key KEY URL, got %q", args)
+	}
+	return run(ctx, env, fs.Args())
+}
+
+// HolderFlags defines the helper's flags on fs and returns the helper, to
+// run with the positional arguments once fs has parsed them (the CLI
+// parses its commands' flags itself).
+func HolderFlags(fs *flag.FlagSet) func(ctx context.Context, env Env, pos []string) error {
 	key := fs.String("key", "", "lease key")
-	o := objlease.Options{Logger: env.Log, Holder: fmt.Sprintf("objlease-bench/holder-%d", os.Getpid())}
+	var o objlease.Options
 	fs.DurationVar(&o.TTL, "ttl", 0, "")
 	fs.DurationVar(&o.RenewInterval, "renew", 0, "")
 	fs.DurationVar(&o.PollInterval, "poll", 0, "")
@@ -49,21 +60,28 @@ func Holder(ctx context.Context, env Env, args []string) error {
 	storeClock := fs.Bool("store-clock", false, "")
 	release := fs.Bool("release", false, "")
 	timeout := fs.Duration("timeout", time.Minute, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 || *key == "" {
-		return usagef("holder: want [flags] --key KEY URL, got %q", args)
+	return func(ctx context.Context, env Env, pos []string) error {
+		if len(pos) != 1 || *key == "" {
+			return usagef("holder: want [flags] --key KEY URL, got %q", pos)
+		}
+		o.Logger, o.Holder = env.Log, fmt.Sprintf("objlease-bench/holder-%d", os.Getpid())
+		return holder(ctx, env, pos[0], *key, o, *storeClock, *release, *timeout)
 	}
-	if *storeClock {
+}
+
+func holder(ctx context.Context, env Env, url, key string, o objlease.Options, storeClock, release bool, timeout time.Duration) error {
+	if storeClock {
 		o.StoreClock = &objlease.StoreClockRule{}
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	store, _, err := env.Open(ctx, fs.Arg(0))
+	store, _, err := env.Open(ctx, url)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	cs := &countingStore{Store: store}
-	cl, err := objlease.New(cs, *key, o)
+	cl, err := objlease.New(cs, key, o)
 	if err != nil {
 		return err
 	}
@@ -76,7 +94,7 @@ func Holder(ctx context.Context, env Env, args []string) error {
 	if err := json.NewEncoder(env.Stdout).Encode(holderReport{Token: l.Token(), Reads: n.reads(), Writes: n.writes(), AcquireMs: ms(time.Since(start))}); err != nil {
 		return err
 	}
-	if !*release {
+	if !release {
 		eof := make(chan struct{})
 		go func() {
 			_, _ = io.Copy(io.Discard, os.Stdin)
