@@ -82,7 +82,8 @@ func cpuTime() time.Duration {
 
 // BenchmarkManyLeases holds 10,000 leases in one process (mem store, real
 // clock, TTL 30 s, so a renewal every 10 s each) and reports the memory
-// per lease (heap, and stack: each lease has two goroutines), the CPU per
+// per lease (heap, and stack: goroutines of its own, none since one scheduler
+// per store and clock drives every lease), the CPU per
 // lease-second over two renew intervals, and how the renewals fall within
 // the renew interval. It runs once; use -benchtime=1x.
 func BenchmarkManyLeases(b *testing.B) {
@@ -157,5 +158,84 @@ func BenchmarkManyLeases(b *testing.B) {
 	b.ReportMetric(float64(slices.Max(bins[:]))/float64(max(renewals, 1)), "max-bin-share")
 	b.Logf("%d leases acquired in %v; %d renewals in %v; by time modulo the %v renew interval, in tenths of it: %v "+
 		"(max-bin-share 0.10 is an even spread, 1.00 a single burst)", n, acquiring.Round(time.Millisecond), renewals, window, renew, bins)
+	b.ReportMetric(0, "ns/op") // one run, not a per-op cost
+}
+
+// getCounter counts reads.
+type getCounter struct {
+	providers.Store
+	n atomic.Int64
+}
+
+func (s *getCounter) Get(ctx context.Context, key string, max int64) (*providers.Object, error) {
+	s.n.Add(1)
+	return s.Store.Get(ctx, key, max)
+}
+
+// BenchmarkManyWaiters has 10,000 contenders, one Client each, wait in
+// Acquire for a lease held elsewhere (mem store, real clock, TTL 30 s, so
+// a poll every 8–10 s each) and reports the memory per waiter (heap, and
+// the stack of the goroutine blocked in Acquire, which is the caller's),
+// the CPU per waiter-second and the reads per second over 20 s, short of
+// the 30.3 s after which they could take over. It runs once; use
+// -benchtime=1x.
+func BenchmarkManyWaiters(b *testing.B) {
+	const (
+		n   = 10_000
+		ttl = 30 * time.Second
+	)
+	store := &getCounter{Store: mem.New()}
+	// The holder's clock never moves: it holds without renewing.
+	holder, err := objlease.New(store, "leases/shared", objlease.Options{TTL: ttl, Clock: clock.NewFake(epoch)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := holder.TryAcquire(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	g0 := runtime.NumGoroutine()
+	done := make(chan struct{}, n)
+	for range n {
+		c, err := objlease.New(store, "leases/shared", objlease.Options{TTL: ttl})
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			if _, err := c.Acquire(ctx); err == nil {
+				b.Error("a waiter took the lease")
+			}
+			done <- struct{}{}
+		}()
+	}
+	// Every waiter has made its first attempt and is asleep.
+	for store.n.Load() < n {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	goroutines := runtime.NumGoroutine() - g0
+	window := 20 * time.Second
+	reads0 := store.n.Load()
+	cpu0 := cpuTime()
+	time.Sleep(window)
+	cpu := cpuTime() - cpu0
+	reads := store.n.Load() - reads0
+	cancel()
+	for range n {
+		<-done
+	}
+	b.ReportMetric((float64(m1.HeapAlloc)-float64(m0.HeapAlloc))/n, "heap-B/waiter")
+	b.ReportMetric((float64(m1.StackInuse)-float64(m0.StackInuse))/n, "caller-stack-B/waiter")
+	b.ReportMetric(float64(goroutines)/n, "goroutines/waiter")
+	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/(n*window.Seconds()), "cpu-µs/waiter-s")
+	b.ReportMetric(100*cpu.Seconds()/window.Seconds(), "%core")
+	b.ReportMetric(float64(reads)/window.Seconds(), "reads/s")
 	b.ReportMetric(0, "ns/op") // one run, not a per-op cost
 }

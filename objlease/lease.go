@@ -24,15 +24,14 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	// bgCtx is the background renewal's context: cancelled on Release so
-	// that a renewal hung in a request does not hold Release up.
-	bgCtx    context.Context
-	bgCancel context.CancelFunc
 	// writing serialises writes of the record by this holder (background
 	// renewal, Renew, Release), so that none of them writes against a
 	// version another has just replaced. A channel, so that waiting for it
 	// can end with the caller's context.
 	writing chan struct{}
+	// done is Done's channel; see there.
+	done     chan struct{}
+	doneOnce sync.Once
 
 	mu      sync.Mutex
 	rec     *Record
@@ -41,13 +40,23 @@ type Lease struct {
 	// confirmed write: any of them may still have landed (or land), and
 	// only a record carrying one of them, or rec's, is this lease's own.
 	unsure     []string
-	validUntil time.Time     // this holder's clock
-	lastSent   time.Time     // when the last successful write was sent
-	extended   chan struct{} // wakes the validity watcher after a renewal
-	stop       chan struct{} // closed to stop the background goroutines
-	stopOnce   sync.Once
-	stopped    sync.WaitGroup
-	ended      error // why the lease ended (lost or released); nil while held
+	validUntil time.Time // this holder's clock
+	lastSent   time.Time // when the last successful write was sent
+	// lastAttempt is when this holder last sent a write of the record,
+	// successful or not: the next background renewal keeps the store's
+	// MinWriteInterval from it.
+	lastAttempt time.Time
+	// stopping is set by Release: no background renewal starts after it.
+	stopping bool
+	// cancelRenewal cancels the background renewal in flight, if any.
+	cancelRenewal context.CancelFunc
+	ended         error // why the lease ended (lost or released); nil while held
+
+	// Guarded by sched.mu: the lease's place in its scheduler.
+	sched               *scheduler
+	registered          bool
+	renewAt, expireAt   time.Time
+	renewIdx, expireIdx int
 }
 
 func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time) *Lease {
@@ -55,16 +64,46 @@ func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time
 	c.recordAcquired(rec.Token)
 	l := &Lease{
 		c: c, ctx: ctx, cancel: cancel, rec: rec, version: res.Version,
-		validUntil: c.validUntil(sent), lastSent: sent,
-		extended: make(chan struct{}, 1),
-		writing:  make(chan struct{}, 1),
-		stop:     make(chan struct{}),
+		validUntil: c.validUntil(sent), lastSent: sent, lastAttempt: sent,
+		writing: make(chan struct{}, 1), done: make(chan struct{}),
 	}
-	l.bgCtx, l.bgCancel = context.WithCancel(ctx)
-	l.stopped.Add(2)
-	go l.watchValidity()
-	go l.renewLoop()
+	register(l, l.notBefore(sent.Add(c.firstRenewal())))
 	return l
+}
+
+// firstRenewal is how long after acquiring the first background renewal
+// is sent: RenewInterval × (1 − u/2) for a random u in [0, 1), so that
+// leases acquired together spread their renewals over half the interval
+// instead of renewing in one burst; later renewals keep that phase. It is
+// never longer than RenewInterval, which the latency a holder tolerates is
+// counted against.
+func (c *Client) firstRenewal() time.Duration {
+	c.rnd.Lock()
+	defer c.rnd.Unlock()
+	return c.opts.RenewInterval - time.Duration(float64(c.opts.RenewInterval)*c.opts.Rand.Float64()/2)
+}
+
+// nextRenewal is when the next background renewal is due after a
+// successful one. It counts the renewal interval from when the last write
+// was sent, not from its reply, so that a slow store eats into the
+// interval rather than adding to it: a healthy holder then tolerates
+// request latency up to TTL × (1 − b) − RenewInterval.
+func (l *Lease) nextRenewal() time.Time {
+	l.mu.Lock()
+	next := l.lastSent.Add(l.c.opts.RenewInterval)
+	l.mu.Unlock()
+	return l.notBefore(next)
+}
+
+// notBefore returns t, or later if needed to keep the store's minimum
+// interval between writes to one object since this holder's last write.
+func (l *Lease) notBefore(t time.Time) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if earliest := l.lastAttempt.Add(l.c.store.Properties().MinWriteInterval); t.Before(earliest) {
+		return earliest
+	}
+	return t
 }
 
 // validUntil is the end of the holder's safe validity for a write sent at
@@ -108,7 +147,16 @@ func (l *Lease) Record() Record {
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Done is closed when the lease is lost or released.
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+// It closes once the context and every context derived from it have been
+// cancelled, so that whoever wakes on it finds those ended too.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// cancelWith cancels the lease's context with cause (the first cause wins)
+// and then closes done.
+func (l *Lease) cancelWith(cause error) {
+	l.cancel(cause)
+	l.doneOnce.Do(func() { close(l.done) })
+}
 
 // Err returns nil while the lease is held, else why it ended.
 func (l *Lease) Err() error {
@@ -140,81 +188,13 @@ func (l *Lease) end(cause error) {
 	}
 	l.mu.Unlock()
 	if first {
-		l.cancel(cause)
+		l.cancelWith(cause)
+		l.sched.remove(l)
 		l.c.recordEnded(cause)
 		if errors.Is(cause, ErrLeaseLost) {
 			l.c.log.Warn("lease lost", slog.Uint64("token", l.Token()), slog.Any("cause", cause))
 		}
 	}
-}
-
-// watchValidity ends the lease when its safe validity runs out, whatever a
-// renewal in flight is doing.
-func (l *Lease) watchValidity() {
-	defer l.stopped.Done()
-	for {
-		l.mu.Lock()
-		left := l.validUntil.Sub(l.c.opts.Clock.Now())
-		l.mu.Unlock()
-		if left <= 0 {
-			l.end(fmt.Errorf("%w: lease %q: no renewal succeeded before its validity ended", ErrLeaseLost, l.c.key))
-			return
-		}
-		t := l.c.opts.Clock.NewTimer(left)
-		select {
-		case <-t.C():
-		case <-l.extended:
-			t.Stop()
-		case <-l.stop:
-			t.Stop()
-			return
-		case <-l.ctx.Done():
-			t.Stop()
-			return
-		}
-	}
-}
-
-// renewLoop renews every RenewInterval, retrying failed renewals sooner,
-// until the lease ends.
-func (l *Lease) renewLoop() {
-	defer l.stopped.Done()
-	wait := l.untilNextRenewal()
-	for {
-		t := l.c.opts.Clock.NewTimer(wait)
-		select {
-		case <-t.C():
-		case <-l.stop:
-			t.Stop()
-			return
-		case <-l.ctx.Done():
-			t.Stop()
-			return
-		}
-		err := l.renew(l.bgCtx)
-		switch {
-		case err == nil:
-			wait = l.untilNextRenewal()
-		case errors.Is(err, ErrLeaseLost):
-			l.end(err)
-			return
-		default:
-			// Transient: retry well before validity ends, but no faster than
-			// the store accepts writes to one object.
-			wait = max(l.c.opts.RenewInterval/4, l.c.store.Properties().MinWriteInterval)
-			l.c.log.Warn("renewal failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
-		}
-	}
-}
-
-// untilNextRenewal counts the renewal interval from when the last write was
-// sent, not from its reply, so that a slow store eats into the interval
-// rather than adding to it: a healthy holder then tolerates request latency
-// up to TTL × (1 − b) − RenewInterval.
-func (l *Lease) untilNextRenewal() time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lastSent.Add(l.c.opts.RenewInterval).Sub(l.c.opts.Clock.Now())
 }
 
 // Renew extends the lease now with one conditional write. Background
@@ -259,6 +239,9 @@ func (l *Lease) renew(ctx context.Context) error {
 	l.unsure = append(l.unsure, next.Nonce)
 	l.mu.Unlock()
 	sent := l.c.opts.Clock.Now()
+	l.mu.Lock()
+	l.lastAttempt = sent
+	l.mu.Unlock()
 	res, err := l.c.put(ctx, &next, version)
 	if errors.Is(err, providers.ErrPrecondition) {
 		// An earlier renewal whose call gave up may have landed since,
@@ -288,10 +271,6 @@ func (l *Lease) renew(ctx context.Context) error {
 	l.unsure = nil
 	l.validUntil = l.c.validUntil(sent)
 	l.lastSent = sent
-	select {
-	case l.extended <- struct{}{}:
-	default:
-	}
 	return nil
 }
 
@@ -300,9 +279,16 @@ func (l *Lease) renew(ctx context.Context) error {
 // higher. It returns an error matching ErrLeaseLost if the lease had already
 // been lost (the record is then left alone).
 func (l *Lease) Release(ctx context.Context) error {
-	l.stopOnce.Do(func() { close(l.stop) })
-	l.bgCancel()
-	l.stopped.Wait()
+	// No background renewal starts from now on, and one in flight is
+	// cancelled: a renewal hung in a request must not hold Release up.
+	l.mu.Lock()
+	l.stopping = true
+	cancelRenewal := l.cancelRenewal
+	l.mu.Unlock()
+	l.sched.stopRenewals(l)
+	if cancelRenewal != nil {
+		cancelRenewal()
+	}
 	if err := l.lockWrites(ctx); err != nil {
 		return err
 	}
@@ -324,7 +310,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if safeguards.CallbackBeforeRelease.Load() {
 		// Work tied to the lease must have been told to stop before the
 		// released record lets anyone else acquire.
-		l.cancel(ErrReleased)
+		l.cancelWith(ErrReleased)
 	}
 	next.Nonce = l.c.nonce()
 	next.State = StateReleased

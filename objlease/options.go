@@ -40,7 +40,10 @@ type Options struct {
 	// respect the store's MinWriteInterval.
 	RenewInterval time.Duration
 	// PollInterval is how often Acquire retries while the lease is held
-	// elsewhere (jittered down by up to 20 %). Default RenewInterval.
+	// elsewhere (jittered down by up to 20 %). Default RenewInterval. With
+	// StoreClock, on a store that reports its own time, Acquire instead
+	// sleeps until the store's clock allows a takeover (about a TTL), so
+	// PollInterval then applies only where the store reports no time.
 	PollInterval time.Duration
 	// DriftBound bounds the rate error of every participant's clock: a
 	// clock measures an interval of real length d as between d × (1 − b) and

@@ -39,7 +39,9 @@ Sections, in the order they run (--only picks some, comma-separated):
               measured in alternation with a raw conditional PUT of the
               same size (the floor: one round trip), with requests per op
   cost        requests and dollars per lease-hour and month, next to
-              client-go's leader election at the same lease duration
+              client-go's leader election at the same lease duration;
+              then one contender per expiry rule waits in Acquire for
+              10 TTLs beside a renewing holder: its requests, measured
   contention  --contenders clients on one lease for --duration each:
               checks that no two ever hold it at once, the request rate
               and how acquisitions were shared

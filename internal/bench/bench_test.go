@@ -131,7 +131,8 @@ func TestBenchAllSectionsJSON(t *testing.T) {
 			t.Errorf("latency of %s: %+v, want %d samples of %v requests each", o.Op, o, n, wantReqs[o.Op])
 		}
 	}
-	if c := r.Cost; c == nil || c.WritesPerRenewal != 1 || c.ReadsPerRenewal != 0 || c.ReadsPerPoll != 1 || len(c.Rows) != 4 {
+	if c := r.Cost; c == nil || c.WritesPerRenewal != 1 || c.ReadsPerRenewal != 0 || c.ReadsPerPoll != 1 || len(c.Rows) != 4 ||
+		len(c.Waiting) != 2 || c.Waiting[0].Rule != ruleObserved || c.Waiting[1].Rule != ruleStoreClock || c.Waiting[0].Seconds <= 0 {
 		t.Errorf("cost section %+v, want one write per renewal, one read per poll, rows at 1s and 30s", c)
 	}
 	if len(r.Contention) != 2 {

@@ -38,6 +38,24 @@ type costReport struct {
 	ReadsPerPoll       float64   `json:"reads_per_poll"`
 	WritesPerPoll      float64   `json:"writes_per_poll"`
 	Rows               []costRow `json:"rows"`
+	// Waiting is what a contender waiting in Acquire, next to a live
+	// holder, was measured to send under each expiry rule.
+	Waiting []waitRow `json:"waiting"`
+}
+
+// waitRow is one waiting contender's measured requests at --ttl.
+type waitRow struct {
+	Rule         string  `json:"rule"`
+	Seconds      float64 `json:"seconds"`
+	Requests     int64   `json:"requests"`
+	PerTTL       float64 `json:"requests_per_ttl"`
+	PerHour      float64 `json:"requests_per_hour"`
+	ClientGoPerH float64 `json:"client_go_requests_per_hour"`
+	Ratio        float64 `json:"ratio"`
+	GoalMet      bool    `json:"goal_met"`
+	// HolderLost: the holder lost its lease (no renewal got through in
+	// time) and this contender took it, ending its wait early.
+	HolderLost bool `json:"holder_lost,omitempty"`
 }
 
 // costRow is what one participant costs per hour at one TTL, next to its
@@ -138,7 +156,85 @@ func (b *bench) cost(ctx context.Context) (*costReport, error) {
 			r.Rows = append(r.Rows, *row)
 		}
 	}
+	if r.Waiting, err = b.waiting(ctx); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// waiting lets a holder renew in the background while one contender per
+// expiry rule waits in Acquire for 10 TTLs, and counts each contender's
+// requests after its first attempt.
+func (b *bench) waiting(ctx context.Context) ([]waitRow, error) {
+	const ttls = 10
+	key := b.key("cost-waiting")
+	holder, err := objlease.New(b.cs, key, b.options("cost-waiting-holder"))
+	if err != nil {
+		return nil, err
+	}
+	l, err := holder.TryAcquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Release(context.WithoutCancel(ctx))
+	rules := []string{ruleObserved, ruleStoreClock}
+	stores := make([]*countingStore, len(rules))
+	wctx, cancel := context.WithTimeout(ctx, ttls*b.ttl)
+	defer cancel()
+	type result struct {
+		secs float64
+		took bool // the holder lost its lease and this contender took it
+		err  error
+	}
+	results := make([]chan result, len(rules))
+	start := time.Now()
+	for i, rule := range rules {
+		stores[i] = &countingStore{Store: b.cs}
+		o := b.options("cost-waiting-" + rule)
+		if rule == ruleStoreClock {
+			o.StoreClock = &objlease.StoreClockRule{}
+		}
+		c, err := objlease.New(stores[i], key, o)
+		if err != nil {
+			return nil, err
+		}
+		results[i] = make(chan result, 1)
+		go func() {
+			l2, err := c.Acquire(wctx)
+			r := result{secs: time.Since(start).Seconds()}
+			switch {
+			case err == nil:
+				r.took = true
+				_ = l2.Release(context.WithoutCancel(ctx))
+			case wctx.Err() == nil:
+				r.err = err
+			}
+			results[i] <- r
+		}()
+	}
+	var rs []result
+	for i := range rules {
+		r := <-results[i]
+		if r.err != nil {
+			return nil, r.err
+		}
+		rs = append(rs, r)
+	}
+	retry := float64(b.ttl) * clientGoRetryShare
+	clientGo := float64(time.Hour) / (clientGoJitterMean * retry)
+	var rows []waitRow
+	for i, rule := range rules {
+		// The first attempt (a create, refused, and a read) is not a wait.
+		n := stores[i].counts()
+		req := n.reads() + n.writes() - 2
+		secs := rs[i].secs
+		row := waitRow{Rule: rule, Seconds: secs, Requests: req, PerTTL: float64(req) / (secs / b.ttl.Seconds()),
+			PerHour: float64(req) * 3600 / secs, ClientGoPerH: clientGo, HolderLost: rs[i].took}
+		row.Ratio = row.PerHour / clientGo
+		row.GoalMet = row.Ratio <= costGoalRatio
+		rows = append(rows, row)
+	}
+	return rows, nil
 }
 
 func (r *costReport) row(ttl time.Duration, who string, every time.Duration, writes, reads float64) costRow {
@@ -167,4 +263,15 @@ func printCost(w io.Writer, r *costReport) {
 			c.ClientGoPerH, c.Ratio, c.RatioFast, costGoalRatio, goal(c.GoalMet))
 	}
 	fmt.Fprintln(w, "client-go at LeaseDuration = TTL, RetryPeriod = 2/15 TTL: leader GET + UPDATE each RetryPeriod (fast path: UPDATE), follower GET each 1.6 RetryPeriod on average")
+	if len(r.Waiting) > 0 {
+		fmt.Fprintf(w, "WAITING: one contender per expiry rule in Acquire beside a renewing holder, for %.0fs; requests after its first attempt\n", r.Waiting[0].Seconds)
+		fmt.Fprintln(w, "RULE\tREQUESTS\tPER TTL\tREQ/H\tCLIENT-GO REQ/H\tRATIO\t")
+		for _, c := range r.Waiting {
+			note := ""
+			if c.HolderLost {
+				note = fmt.Sprintf(" (the holder lost its lease; took it after %.1fs)", c.Seconds)
+			}
+			fmt.Fprintf(w, "%s\t%d\t%.2f\t%.0f\t%.0f\t%.2f\tgoal <= %.1f: %s%s\n", c.Rule, c.Requests, c.PerTTL, c.PerHour, c.ClientGoPerH, c.Ratio, costGoalRatio, goal(c.GoalMet), note)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package semaphore_test
 
 import (
 	"context"
+	"github.com/objlease/objlease/internal/schedstate"
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
@@ -54,23 +55,31 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// waitTimers waits until the fake clock has at least n pending timers.
-func waitTimers(t *testing.T, clk *clock.Fake, n int) {
-	t.Helper()
-	eventually(t, "timers", func() bool { return clk.Timers() >= n })
+// settled reports whether the renewal schedulers on clk are asleep with no
+// renewal in flight and the clock holds their timers and at least waiters
+// more (contenders asleep between attempts).
+func settled(clk *clock.Fake, waiters int) bool {
+	timers, idle := schedstate.On(clk)
+	return idle && clk.Timers() >= timers+waiters
 }
 
-// advance moves clk forward in steps, letting the renewal goroutines of
-// the live slots renew at each step (each held slot has two timers asleep).
-func advance(t *testing.T, clk *clock.Fake, d, step time.Duration, live int) {
+// waitSettled waits until settled(clk, waiters).
+func waitSettled(t *testing.T, clk *clock.Fake, waiters int) {
+	t.Helper()
+	eventually(t, "renewals asleep", func() bool { return settled(clk, waiters) })
+}
+
+// advance moves clk forward in steps, letting the held slots renew at each
+// step.
+func advance(t *testing.T, clk *clock.Fake, d, step time.Duration) {
 	t.Helper()
 	for d > 0 {
 		s := min(step, d)
-		waitTimers(t, clk, 2*live)
+		waitSettled(t, clk, 0)
 		clk.Advance(s)
 		d -= s
 	}
-	waitTimers(t, clk, 2*live)
+	waitSettled(t, clk, 0)
 }
 
 // gate is a store wrapper that can be switched dead: every request then

@@ -189,19 +189,9 @@ func race(t *testing.T, store providers.Store, workers, n, rounds, restart int) 
 		ws[i] = &worker{name: fmt.Sprint("w", i), rnd: rand.New(rand.NewPCG(uint64(i), 7))}
 		start(ws[i])
 	}
-	// settle waits until every lease still held has both its goroutines
+	// settle waits until the renewals of the leases still held are
 	// asleep on the clock.
-	settle := func() {
-		eventually(t, "lease goroutines asleep", func() bool {
-			live := 0
-			for _, w := range ws {
-				if w.slot != nil && w.slot.Err() == nil {
-					live++
-				}
-			}
-			return clk.Timers() == 2*live
-		})
-	}
+	settle := func() { waitSettled(t, clk, 0) }
 	act := func(w *worker) {
 		now := clk.Now()
 		switch {

@@ -171,7 +171,7 @@ func testAcquireWaitsForRelease(t *testing.T, store providers.Store) {
 		sl, err := newSem(t, store, 3, "d", clk).Acquire(ctx)
 		got <- result{sl, clk.Now(), err}
 	}()
-	waitTimers(t, clk, 2*3+1) // three leases and the waiting contender
+	waitSettled(t, clk, 1) // the waiting contender
 	select {
 	case r := <-got:
 		t.Fatalf("acquired %v while every slot was held", r)
@@ -205,7 +205,7 @@ func testAcquireWaitsForRelease(t *testing.T, store providers.Store) {
 		if clk.Now().Sub(released) > 3*time.Second {
 			t.Fatal("contender did not take the released slot")
 		}
-		waitTimers(t, clk, 2*2+1)
+		waitSettled(t, clk, 1)
 	}
 }
 
@@ -223,7 +223,7 @@ func testDeadHolder(t *testing.T, store providers.Store) {
 		t.Fatalf("%v, want ErrHeld", err)
 	}
 	// TTL 10 s, drift 1 %: the dead slot is free after 10.1 s, not before.
-	advance(t, clk, 10099*time.Millisecond, time.Second, 2)
+	advance(t, clk, 10099*time.Millisecond, time.Second)
 	var he *objlease.HeldError
 	if _, err := e.TryAcquire(ctx); !errors.As(err, &he) {
 		t.Fatalf("1 ms before TTL × (1 + drift): %v, want ErrHeld", err)
@@ -231,7 +231,7 @@ func testDeadHolder(t *testing.T, store providers.Store) {
 	if he.Key != dead.Key() || he.Wait != time.Millisecond {
 		t.Fatalf("HeldError %+v, want the dead slot %q with 1ms to go", he, dead.Key())
 	}
-	advance(t, clk, time.Millisecond, time.Millisecond, 2)
+	advance(t, clk, time.Millisecond, time.Millisecond)
 	sl := mustAcquire(t, e)
 	defer sl.Release(ctx)
 	if sl.Index() != dead.Index() || sl.Token() != dead.Token()+1 {
@@ -264,7 +264,7 @@ func testAcquireWaitsForExpiry(t *testing.T, store providers.Store) {
 	// The contender first sees every slot at epoch; drive the clock from
 	// deadline to deadline so that each wake-up happens at its exact time.
 	for {
-		waitTimers(t, clk, 2+1)
+		eventually(t, "renewals asleep", func() bool { return settled(clk, 1) || len(got) > 0 })
 		select {
 		case r := <-got:
 			if r.err != nil {
@@ -635,7 +635,7 @@ func TestAcquireEndsWithContext(t *testing.T) {
 		_, err := newSem(t, store, 1, "b", clk).Acquire(ctx)
 		done <- err
 	}()
-	waitTimers(t, clk, 2+1)
+	waitSettled(t, clk, 1)
 	cancel()
 	err := <-done
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, objlease.ErrHeld) {

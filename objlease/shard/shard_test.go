@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/objlease/objlease/internal/schedstate"
 	"log/slog"
 	"os"
 	"sync"
@@ -269,24 +270,23 @@ func (g *group) quiet(d time.Duration) {
 
 // step advances the fake clock by 100 ms and waits (up to 50 ms of real
 // time) for the woken goroutines to go back to sleep: every running worker
-// waits for its next round, and each lease it holds has a renewal and a
-// validity timer. Without the wait a goroutine the scheduler starves would
-// see fake seconds pass at once and lose its leases.
+// waits for its next round, and the renewal schedulers are asleep with no
+// renewal in flight. Without the wait a goroutine the scheduler starves
+// would see fake seconds pass at once and lose its leases.
 func (g *group) step() {
 	g.clk.Advance(100 * time.Millisecond)
-	want := 0
+	running := 0
 	for _, n := range g.nodes {
 		select {
 		case <-n.done:
-			continue
 		default:
-		}
-		want++
-		if !n.store.dead.Load() {
-			want += 2 * (1 + len(n.w.Owned()))
+			running++
 		}
 	}
-	for deadline := time.Now().Add(50 * time.Millisecond); g.clk.Timers() < want && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(50 * time.Millisecond); time.Now().Before(deadline); {
+		if timers, idle := schedstate.On(g.clk); idle && g.clk.Timers() >= timers+running {
+			break
+		}
 		time.Sleep(50 * time.Microsecond)
 	}
 	time.Sleep(100 * time.Microsecond)

@@ -1,0 +1,461 @@
+package objlease
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/objlease/objlease/internal/schedstate"
+	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/providers"
+)
+
+// maxRenewalsInFlight bounds the renewals a scheduler runs at once. A
+// renewal hung in a request holds one slot until its lease's validity ends
+// (which cancels it), so a few stuck requests cannot hold up the others.
+const maxRenewalsInFlight = 64
+
+// A scheduler renews and watches every lease held through one store on
+// one clock, so that a process holding thousands of leases runs two
+// goroutines for all of them rather than two per lease: a watcher, which
+// does no I/O and so ends every lease on time whatever the store does, and
+// a dispatcher, which starts each due renewal in a goroutine of its own,
+// at most maxRenewalsInFlight at once. It starts with its first lease and
+// stops with its last, so that it runs wherever the leases were acquired
+// (a test's synctest bubble included).
+type scheduler struct {
+	key schedKey
+	clk clock.Clock
+
+	mu       sync.Mutex
+	leases   int
+	renewals leaseHeap // by renewAt; a lease being renewed is in neither heap position
+	expiries leaseHeap // by expireAt
+	// Deadlines the goroutines sleep until (zero: none), so that a push
+	// wakes them only when it moves their deadline earlier.
+	renewArmed, expiryArmed time.Time
+
+	wakeRenew  chan struct{}
+	wakeExpiry chan struct{}
+	quit       chan struct{}
+	// jobs hands due renewals to idle workers; workers counts them (at
+	// most maxRenewalsInFlight), and they live as long as the scheduler so
+	// that a renewal does not pay for a new goroutine and its stack.
+	jobs    chan *Lease
+	workers int
+
+	// renewing counts renewals popped and not yet requeued or dropped;
+	// asleep counts the dispatcher and watcher waiting in sleep. Both are
+	// only read by tests (see internal/schedstate).
+	renewing, asleep int
+}
+
+// expiryBatch is how far ahead the watcher, once awake, also requeues the
+// leases renewed since they were queued, so that it wakes about once per
+// expiryBatch rather than once per lease. Only leases whose validity has
+// really ended are ended, whenever it wakes.
+const expiryBatch = time.Second
+
+// schedKey identifies a scheduler: leases on one store and one clock share
+// it.
+type schedKey struct {
+	store providers.Store
+	clk   clock.Clock
+}
+
+var schedulers = struct {
+	sync.Mutex
+	m   map[schedKey]*scheduler
+	all map[*scheduler]struct{} // the running ones, shared or not
+}{m: map[schedKey]*scheduler{}, all: map[*scheduler]struct{}{}}
+
+func init() { schedstate.On = schedulersOn }
+
+// schedulersOn reports the timers the schedulers on clk hold while asleep
+// (two each) and whether all of them are asleep with no renewal in flight.
+func schedulersOn(clk any) (timers int, idle bool) {
+	schedulers.Lock()
+	defer schedulers.Unlock()
+	idle = true
+	for s := range schedulers.all {
+		if s.clk != clk {
+			continue
+		}
+		s.mu.Lock()
+		timers += 2
+		idle = idle && s.renewing == 0 && s.asleep == 2
+		s.mu.Unlock()
+	}
+	return timers, idle
+}
+
+// usableAsKey reports whether v can be a map key (a store or clock that is
+// a non-comparable value gets a scheduler of its own).
+func usableAsKey(v any) (ok bool) {
+	t := reflect.TypeOf(v)
+	if t == nil || !t.Comparable() {
+		return false
+	}
+	if t.Kind() == reflect.Pointer {
+		return true
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_ = map[any]struct{}{v: {}}
+	return true
+}
+
+// register adds l to the scheduler of its client's store and clock,
+// starting one if there is none.
+func register(l *Lease, renewAt time.Time) {
+	key := schedKey{l.c.store, l.c.opts.Clock}
+	shared := usableAsKey(key.store) && usableAsKey(key.clk)
+	schedulers.Lock()
+	s := schedulers.m[key]
+	if s == nil || !shared {
+		s = &scheduler{
+			key: key, clk: l.c.opts.Clock, expiries: leaseHeap{expiry: true},
+			wakeRenew: make(chan struct{}, 1), wakeExpiry: make(chan struct{}, 1),
+			quit: make(chan struct{}), jobs: make(chan *Lease),
+		}
+		if shared {
+			schedulers.m[key] = s
+		}
+		schedulers.all[s] = struct{}{}
+		go s.dispatch()
+		go s.watch()
+	}
+	s.mu.Lock()
+	s.leases++
+	schedulers.Unlock()
+	l.sched = s
+	l.registered = true
+	l.renewAt, l.expireAt = renewAt, l.validUntil
+	l.renewIdx, l.expireIdx = -1, -1
+	s.pushRenewal(l)
+	s.pushExpiry(l)
+	s.mu.Unlock()
+}
+
+// remove takes l off its scheduler for good, stopping the scheduler if l
+// was its last lease. A renewal of l in flight is left to finish (its
+// caller cancels it) and is not rescheduled.
+func (s *scheduler) remove(l *Lease) {
+	schedulers.Lock()
+	defer schedulers.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !l.registered {
+		return
+	}
+	l.registered = false
+	if l.renewIdx >= 0 {
+		heap.Remove(&s.renewals, l.renewIdx)
+	}
+	if l.expireIdx >= 0 {
+		heap.Remove(&s.expiries, l.expireIdx)
+	}
+	s.leases--
+	if s.leases == 0 {
+		if schedulers.m[s.key] == s {
+			delete(schedulers.m, s.key)
+		}
+		delete(schedulers.all, s)
+		close(s.quit)
+	}
+}
+
+// stopRenewals takes l off the renewal queue for good; its validity is
+// still watched until it ends.
+func (s *scheduler) stopRenewals(l *Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.renewIdx >= 0 {
+		heap.Remove(&s.renewals, l.renewIdx)
+	}
+}
+
+// pushRenewal and pushExpiry (s.mu held) queue l and wake the goroutine
+// concerned if l is now due before what it sleeps until.
+func (s *scheduler) pushRenewal(l *Lease) {
+	heap.Push(&s.renewals, l)
+	if s.renewArmed.IsZero() || l.renewAt.Before(s.renewArmed) {
+		notify(s.wakeRenew)
+	}
+}
+
+func (s *scheduler) pushExpiry(l *Lease) {
+	heap.Push(&s.expiries, l)
+	if s.expiryArmed.IsZero() || l.expireAt.Before(s.expiryArmed) {
+		notify(s.wakeExpiry)
+	}
+}
+
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// sleep waits until the deadline the heap h says (forever if empty), a
+// wake-up, or quit; it reports false on quit. armed records the deadline.
+func (s *scheduler) sleep(h *leaseHeap, armed *time.Time, wake chan struct{}) bool {
+	s.mu.Lock()
+	var next time.Time
+	if len(h.l) > 0 {
+		next = h.at(0)
+	}
+	*armed = next
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.asleep--
+		s.mu.Unlock()
+	}()
+	if next.IsZero() {
+		s.markAsleep()
+		select {
+		case <-wake:
+			return true
+		case <-s.quit:
+			return false
+		}
+	}
+	t := s.clk.NewTimer(next.Sub(s.clk.Now()))
+	defer t.Stop()
+	s.markAsleep()
+	select {
+	case <-t.C():
+		return true
+	case <-wake:
+		return true
+	case <-s.quit:
+		return false
+	}
+}
+
+func (s *scheduler) markAsleep() {
+	s.mu.Lock()
+	s.asleep++
+	s.mu.Unlock()
+}
+
+// due pops every lease of h due by now (s.mu held).
+func (s *scheduler) due(h *leaseHeap, now time.Time) []*Lease {
+	var out []*Lease
+	for len(h.l) > 0 && !h.at(0).After(now) {
+		out = append(out, heap.Pop(h).(*Lease))
+	}
+	return out
+}
+
+// dueRenewals pops every lease whose renewal is due by now, and those due
+// within a thousandth of their renewal interval that the store's minimum write
+// interval already allows, so that renewals close together share one
+// wake-up (s.mu held).
+func (s *scheduler) dueRenewals(now time.Time) []*Lease {
+	var out []*Lease
+	for len(s.renewals.l) > 0 {
+		l := s.renewals.l[0].l
+		if l.renewAt.After(now) {
+			l.mu.Lock()
+			early := !l.renewAt.After(now.Add(l.c.opts.RenewInterval/1000)) &&
+				!l.lastAttempt.Add(l.c.store.Properties().MinWriteInterval).After(now)
+			l.mu.Unlock()
+			if !early {
+				break
+			}
+		}
+		out = append(out, heap.Pop(&s.renewals).(*Lease))
+	}
+	return out
+}
+
+// watch ends every lease whose safe validity has run out. A lease renewed
+// since it was queued is queued again at its new validity end, so that a
+// renewal need not touch this heap.
+func (s *scheduler) watch() {
+	for s.sleep(&s.expiries, &s.expiryArmed, s.wakeExpiry) {
+		now := s.clk.Now()
+		s.mu.Lock()
+		due := s.due(&s.expiries, now.Add(expiryBatch))
+		s.mu.Unlock()
+		for _, l := range due {
+			l.mu.Lock()
+			until, ended := l.validUntil, l.ended != nil
+			l.mu.Unlock()
+			if ended {
+				continue
+			}
+			if !until.After(s.clk.Now()) {
+				l.end(fmt.Errorf("%w: lease %q: no renewal succeeded before its validity ended", ErrLeaseLost, l.c.key))
+				continue
+			}
+			s.mu.Lock()
+			if l.registered {
+				l.expireAt = until
+				s.pushExpiry(l)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// dispatch starts every due renewal.
+func (s *scheduler) dispatch() {
+	for s.sleep(&s.renewals, &s.renewArmed, s.wakeRenew) {
+		s.mu.Lock()
+		due := s.dueRenewals(s.clk.Now())
+		s.renewing += len(due)
+		s.mu.Unlock()
+		for _, l := range due {
+			select {
+			case s.jobs <- l: // an idle worker took it
+				continue
+			default:
+			}
+			if s.workers < maxRenewalsInFlight {
+				s.workers++
+				go s.work(l)
+				continue
+			}
+			select {
+			case s.jobs <- l:
+			case <-s.quit:
+				return
+			}
+		}
+	}
+}
+
+// work renews l, then whatever the dispatcher hands it, until the
+// scheduler stops.
+func (s *scheduler) work(l *Lease) {
+	for {
+		s.renew(l)
+		s.mu.Lock()
+		s.renewing--
+		s.mu.Unlock()
+		select {
+		case l = <-s.jobs:
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// renew runs one background renewal of l and queues the next.
+func (s *scheduler) renew(l *Lease) {
+	ctx, cancel := context.WithCancel(l.ctx)
+	l.mu.Lock()
+	stopped := l.stopping || l.ended != nil
+	l.cancelRenewal = cancel
+	l.mu.Unlock()
+	var err error
+	if !stopped {
+		if t := l.notBefore(s.clk.Now()); t.After(s.clk.Now()) {
+			// A Renew of the caller's wrote the record since this renewal
+			// was queued: keep the store's interval from that write.
+			l.mu.Lock()
+			l.cancelRenewal = nil
+			l.mu.Unlock()
+			cancel()
+			s.requeue(l, t)
+			return
+		}
+		err = l.renew(ctx)
+	}
+	l.mu.Lock()
+	l.cancelRenewal = nil
+	l.mu.Unlock()
+	cancel()
+	if stopped {
+		return
+	}
+	var next time.Time
+	switch {
+	case err == nil:
+		next = l.nextRenewal()
+	case errors.Is(err, ErrLeaseLost):
+		l.end(err)
+		return
+	default:
+		// Transient: retry well before validity ends, but no faster than
+		// the store accepts writes to one object.
+		wait := max(l.c.opts.RenewInterval/4, l.c.store.Properties().MinWriteInterval)
+		next = l.notBefore(s.clk.Now().Add(wait))
+		l.c.log.Warn("renewal failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
+	}
+	s.requeue(l, next)
+}
+
+// requeue queues l's next background renewal at next, unless it has been
+// released or has ended since.
+func (s *scheduler) requeue(l *Lease, next time.Time) {
+	l.mu.Lock()
+	stopped := l.stopping
+	l.mu.Unlock()
+	s.mu.Lock()
+	if l.registered && !stopped && l.renewIdx < 0 {
+		l.renewAt = next
+		s.pushRenewal(l)
+	}
+	s.mu.Unlock()
+}
+
+// leaseHeap is a min-heap of leases by their renewal or expiry deadline,
+// kept beside each lease so that sifting reads no lease.
+type leaseHeap struct {
+	l      []heapEntry
+	expiry bool // by expireAt (else renewAt)
+}
+
+type heapEntry struct {
+	at int64 // deadline, Unix nanoseconds
+	l  *Lease
+}
+
+func (h *leaseHeap) at(i int) time.Time { return h.l[i].l.deadline(h.expiry) }
+
+func (l *Lease) deadline(expiry bool) time.Time {
+	if expiry {
+		return l.expireAt
+	}
+	return l.renewAt
+}
+
+func (h *leaseHeap) idx(l *Lease) *int {
+	if h.expiry {
+		return &l.expireIdx
+	}
+	return &l.renewIdx
+}
+
+func (h *leaseHeap) Len() int           { return len(h.l) }
+func (h *leaseHeap) Less(i, j int) bool { return h.l[i].at < h.l[j].at }
+func (h *leaseHeap) Swap(i, j int) {
+	h.l[i], h.l[j] = h.l[j], h.l[i]
+	*h.idx(h.l[i].l), *h.idx(h.l[j].l) = i, j
+}
+func (h *leaseHeap) Push(x any) {
+	l := x.(*Lease)
+	*h.idx(l) = len(h.l)
+	h.l = append(h.l, heapEntry{l.deadline(h.expiry).UnixNano(), l})
+}
+func (h *leaseHeap) Pop() any {
+	n := len(h.l) - 1
+	l := h.l[n].l
+	h.l[n] = heapEntry{}
+	h.l = h.l[:n]
+	*h.idx(l) = -1
+	return l
+}
