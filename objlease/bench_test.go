@@ -172,14 +172,32 @@ func (s *getCounter) Get(ctx context.Context, key string, max int64) (*providers
 	return s.Store.Get(ctx, key, max)
 }
 
-// BenchmarkManyWaiters has 10,000 contenders, one Client each, wait in
-// Acquire for a lease held elsewhere (mem store, real clock, TTL 30 s, so
-// a poll every 8–10 s each) and reports the memory per waiter (heap, and
-// the stack of the goroutine blocked in Acquire, which is the caller's),
-// the CPU per waiter-second and the reads per second over 20 s, short of
-// the 30.3 s after which they could take over. It runs once; use
-// -benchtime=1x.
+// BenchmarkManyWaiters has 10,000 contenders, one Client each, wait for a
+// lease held elsewhere (mem store, real clock, TTL 30 s, so a poll every
+// 8–10 s each), side by side: each in a goroutine blocked in Acquire, and
+// all through AcquireFunc. It reports the memory per waiter (heap, and
+// goroutine stacks: the callers' blocked in Acquire, the scheduler's
+// workers for AcquireFunc), the CPU per waiter-second and the reads per
+// second over 20 s, short of the 30.3 s after which they could take over.
+// Each runs once; use -benchtime=1x.
 func BenchmarkManyWaiters(b *testing.B) {
+	b.Run("Acquire", func(b *testing.B) {
+		benchWaiters(b, func(ctx context.Context, c *objlease.Client, done func(error)) {
+			go func() {
+				_, err := c.Acquire(ctx)
+				done(err)
+			}()
+		})
+	})
+	b.Run("AcquireFunc", func(b *testing.B) {
+		benchWaiters(b, func(ctx context.Context, c *objlease.Client, done func(error)) {
+			c.AcquireFunc(ctx, func(_ *objlease.Lease, err error) { done(err) })
+		})
+	})
+}
+
+// benchWaiters has wait start each waiter and call done when it gives up.
+func benchWaiters(b *testing.B, wait func(ctx context.Context, c *objlease.Client, done func(error))) {
 	const (
 		n   = 10_000
 		ttl = 30 * time.Second
@@ -206,12 +224,12 @@ func BenchmarkManyWaiters(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		go func() {
-			if _, err := c.Acquire(ctx); err == nil {
+		wait(ctx, c, func(err error) {
+			if err == nil {
 				b.Error("a waiter took the lease")
 			}
 			done <- struct{}{}
-		}()
+		})
 	}
 	// Every waiter has made its first attempt and is asleep.
 	for store.n.Load() < n {
@@ -232,7 +250,7 @@ func BenchmarkManyWaiters(b *testing.B) {
 		<-done
 	}
 	b.ReportMetric((float64(m1.HeapAlloc)-float64(m0.HeapAlloc))/n, "heap-B/waiter")
-	b.ReportMetric((float64(m1.StackInuse)-float64(m0.StackInuse))/n, "caller-stack-B/waiter")
+	b.ReportMetric((float64(m1.StackInuse)-float64(m0.StackInuse))/n, "stack-B/waiter")
 	b.ReportMetric(float64(goroutines)/n, "goroutines/waiter")
 	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/(n*window.Seconds()), "cpu-µs/waiter-s")
 	b.ReportMetric(100*cpu.Seconds()/window.Seconds(), "%core")

@@ -185,6 +185,12 @@ func (c *Client) read(ctx context.Context) (*observation, error) {
 	if ferr := c.fenced(obj.Metadata); ferr != nil {
 		return nil, ferr
 	}
+	if v := c.view; v != nil && v.rec != nil && v.version == obj.Version {
+		// The version this client is watching, so the record it decoded
+		// then: a waiting contender's reads decode nothing.
+		v.attrs = obj.Attrs // keep since: same version, still observing
+		return v, nil
+	}
 	rec, derr := DecodeRecord(c.key, obj.Data)
 	if derr == nil && rec.Token < c.highest {
 		derr = &RecordError{Key: c.key, Err: ErrBadRecord, Reason: fmt.Sprintf(
@@ -196,11 +202,7 @@ func (c *Client) read(ctx context.Context) (*observation, error) {
 		return c.view, derr
 	}
 	c.highest = rec.Token
-	if c.view == nil || c.view.version != obj.Version {
-		c.view = &observation{version: obj.Version, rec: rec, attrs: obj.Attrs, since: now}
-	} else {
-		c.view.attrs = obj.Attrs // keep since: same version, still observing
-	}
+	c.view = &observation{version: obj.Version, rec: rec, attrs: obj.Attrs, since: now}
 	return c.view, nil
 }
 
@@ -490,25 +492,15 @@ func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 		if err == nil {
 			return l, nil
 		}
-		wait, retry := r.Next(err, c.jitter(c.opts.PollInterval))
-		var held *HeldError
-		if c.byStoreClock() && errors.As(err, &held) {
-			// The store's clock says when a takeover can first succeed:
-			// one read then, a millisecond past it so that the record is
-			// found expired rather than a hair short of it.
-			wait = held.Wait + time.Millisecond
-		}
+		wait, retry := c.nextAttempt(&r, err)
 		if !retry || ctx.Err() != nil {
-			if ctx.Err() != nil && !IsPermanent(err) {
-				return nil, fmt.Errorf("lease %q: %w (last attempt: %w)", c.key, context.Cause(ctx), err)
-			}
-			return nil, err
+			return nil, c.giveUp(ctx, err)
 		}
 		if r.First() {
 			c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
 		}
-		if werr := c.Wait(ctx, wait); werr != nil {
-			return nil, fmt.Errorf("lease %q: %w (last attempt: %w)", c.key, werr, err)
+		if c.Wait(ctx, wait) != nil {
+			return nil, c.waitEnded(ctx, err)
 		}
 	}
 }

@@ -37,3 +37,34 @@ func Example() {
 	// token 1
 	// token 2
 }
+
+// A process that waits for many leases at once, here one per tenant, hands
+// each to its callback when it is free, with no goroutine of its own per
+// lease while it waits.
+func ExampleClient_AcquireFunc() {
+	ctx := context.Background()
+	store := mem.New()
+	tenants := []string{"acme", "globex", "initech"}
+	given := make(chan string, len(tenants))
+	for _, tenant := range tenants {
+		c, err := objlease.New(store, "leases/tenant-"+tenant, objlease.Options{TTL: 30 * time.Second})
+		if err != nil {
+			panic(err)
+		}
+		c.AcquireFunc(ctx, func(l *objlease.Lease, err error) {
+			if err != nil {
+				given <- tenant + ": " + err.Error()
+				return
+			}
+			defer l.Release(ctx)
+			// ... serve the tenant with l.Context(), stamping l.Token() ...
+			given <- fmt.Sprintf("%s: token %d", tenant, l.Token())
+		})
+	}
+	got := map[string]bool{}
+	for range tenants {
+		got[<-given] = true
+	}
+	fmt.Println(got["acme: token 1"], got["globex: token 1"], got["initech: token 1"])
+	// Output: true true true
+}

@@ -21,39 +21,47 @@ import (
 const maxRenewalsInFlight = 64
 
 // A scheduler renews and watches every lease held through one store on
-// one clock, so that a process holding thousands of leases runs two
-// goroutines for all of them rather than two per lease: a watcher, which
-// does no I/O and so ends every lease on time whatever the store does, and
-// a dispatcher, which starts each due renewal in a goroutine of its own,
-// at most maxRenewalsInFlight at once. It starts with its first lease and
-// stops with its last, so that it runs wherever the leases were acquired
-// (a test's synctest bubble included).
+// one clock, and makes the attempts of every AcquireFunc waiting there, so
+// that a process holding or awaiting thousands of leases runs three
+// goroutines for all of them rather than some per lease: a watcher, which
+// does no I/O and so ends every lease on time whatever the store does, a
+// dispatcher, which hands each due renewal to a worker, and a waker, which
+// does the same for due attempts; at most maxRenewalsInFlight workers run
+// at once. It starts with its first lease or waiter and stops with its
+// last, so that it runs wherever they were made (a test's synctest bubble
+// included).
 type scheduler struct {
 	key schedKey
 	clk clock.Clock
 
 	mu       sync.Mutex
-	leases   int
+	users    int       // leases and waiters
 	renewals leaseHeap // by renewAt; a lease being renewed is in neither heap position
 	expiries leaseHeap // by expireAt
+	attempts waitHeap  // by the waiters' next attempt
 	// Deadlines the goroutines sleep until (zero: none), so that a push
 	// wakes them only when it moves their deadline earlier.
-	renewArmed, expiryArmed time.Time
+	renewArmed, expiryArmed, attemptArmed time.Time
 
-	wakeRenew  chan struct{}
-	wakeExpiry chan struct{}
-	quit       chan struct{}
-	// jobs hands due renewals to idle workers; workers counts them (at
-	// most maxRenewalsInFlight), and they live as long as the scheduler so
-	// that a renewal does not pay for a new goroutine and its stack.
-	jobs    chan *Lease
+	wakeRenew   chan struct{}
+	wakeExpiry  chan struct{}
+	wakeAttempt chan struct{}
+	quit        chan struct{}
+	// jobs hands due renewals and attempts to idle workers; workers counts
+	// them (at most maxRenewalsInFlight), and they live as long as the
+	// scheduler so that a job does not pay for a new goroutine and its
+	// stack.
+	jobs    chan job
 	workers int
 
-	// renewing counts renewals popped and not yet requeued or dropped;
-	// asleep counts the dispatcher and watcher waiting in sleep. Both are
-	// only read by tests (see internal/schedstate).
-	renewing, asleep int
+	// inFlight counts jobs popped and not yet requeued or dropped; asleep
+	// counts the goroutines waiting in sleep. Both are only read by tests
+	// (see internal/schedstate).
+	inFlight, asleep int
 }
+
+// A job is a renewal or an attempt, run by a worker.
+type job interface{ run(s *scheduler) }
 
 // expiryBatch is how far ahead the watcher, once awake, also requeues the
 // leases renewed since they were queued, so that it wakes about once per
@@ -77,7 +85,8 @@ var schedulers = struct {
 func init() { schedstate.On = schedulersOn }
 
 // schedulersOn reports the timers the schedulers on clk hold while asleep
-// (two each) and whether all of them are asleep with no renewal in flight.
+// (two each, three with waiters) and whether all of them are asleep with
+// no job in flight.
 func schedulersOn(clk any) (timers int, idle bool) {
 	schedulers.Lock()
 	defer schedulers.Unlock()
@@ -88,7 +97,10 @@ func schedulersOn(clk any) (timers int, idle bool) {
 		}
 		s.mu.Lock()
 		timers += 2
-		idle = idle && s.renewing == 0 && s.asleep == 2
+		if s.attempts.Len() > 0 {
+			timers++
+		}
+		idle = idle && s.inFlight == 0 && s.asleep == 3
 		s.mu.Unlock()
 	}
 	return timers, idle
@@ -113,29 +125,49 @@ func usableAsKey(v any) (ok bool) {
 	return true
 }
 
-// register adds l to the scheduler of its client's store and clock,
-// starting one if there is none.
-func register(l *Lease, renewAt time.Time) {
-	key := schedKey{l.c.store, l.c.opts.Clock}
+// join returns the scheduler of c's store and clock, starting one if there
+// is none, with one more user and s.mu held.
+func join(c *Client) *scheduler {
+	key := schedKey{c.store, c.opts.Clock}
 	shared := usableAsKey(key.store) && usableAsKey(key.clk)
 	schedulers.Lock()
+	defer schedulers.Unlock()
 	s := schedulers.m[key]
 	if s == nil || !shared {
 		s = &scheduler{
-			key: key, clk: l.c.opts.Clock, expiries: leaseHeap{expiry: true},
+			key: key, clk: c.opts.Clock, expiries: leaseHeap{expiry: true},
 			wakeRenew: make(chan struct{}, 1), wakeExpiry: make(chan struct{}, 1),
-			quit: make(chan struct{}), jobs: make(chan *Lease),
+			wakeAttempt: make(chan struct{}, 1), quit: make(chan struct{}), jobs: make(chan job),
 		}
 		if shared {
 			schedulers.m[key] = s
 		}
 		schedulers.all[s] = struct{}{}
-		go s.dispatch()
+		go s.dispatch(&s.renewals, &s.renewArmed, s.wakeRenew, s.dueRenewals)
+		go s.dispatch(&s.attempts, &s.attemptArmed, s.wakeAttempt, s.dueAttempts)
 		go s.watch()
 	}
 	s.mu.Lock()
-	s.leases++
-	schedulers.Unlock()
+	s.users++
+	return s
+}
+
+// leave takes one user off s, stopping it after its last (schedulers and
+// s.mu held).
+func (s *scheduler) leave() {
+	s.users--
+	if s.users == 0 {
+		if schedulers.m[s.key] == s {
+			delete(schedulers.m, s.key)
+		}
+		delete(schedulers.all, s)
+		close(s.quit)
+	}
+}
+
+// register adds l to the scheduler of its client's store and clock.
+func register(l *Lease, renewAt time.Time) {
+	s := join(l.c)
 	l.sched = s
 	l.registered = true
 	l.renewAt, l.expireAt = renewAt, l.validUntil
@@ -163,14 +195,7 @@ func (s *scheduler) remove(l *Lease) {
 	if l.expireIdx >= 0 {
 		heap.Remove(&s.expiries, l.expireIdx)
 	}
-	s.leases--
-	if s.leases == 0 {
-		if schedulers.m[s.key] == s {
-			delete(schedulers.m, s.key)
-		}
-		delete(schedulers.all, s)
-		close(s.quit)
-	}
+	s.leave()
 }
 
 // stopRenewals takes l off the renewal queue for good; its validity is
@@ -206,13 +231,19 @@ func notify(c chan struct{}) {
 	}
 }
 
-// sleep waits until the deadline the heap h says (forever if empty), a
+// deadlines is a heap whose first deadline a goroutine sleeps until.
+type deadlines interface {
+	Len() int
+	first() time.Time
+}
+
+// sleep waits until the first deadline of h (forever if empty), a
 // wake-up, or quit; it reports false on quit. armed records the deadline.
-func (s *scheduler) sleep(h *leaseHeap, armed *time.Time, wake chan struct{}) bool {
+func (s *scheduler) sleep(h deadlines, armed *time.Time, wake chan struct{}) bool {
 	s.mu.Lock()
 	var next time.Time
-	if len(h.l) > 0 {
-		next = h.at(0)
+	if h.Len() > 0 {
+		next = h.first()
 	}
 	*armed = next
 	s.mu.Unlock()
@@ -262,8 +293,8 @@ func (s *scheduler) due(h *leaseHeap, now time.Time) []*Lease {
 // within a thousandth of their renewal interval that the store's minimum write
 // interval already allows, so that renewals close together share one
 // wake-up (s.mu held).
-func (s *scheduler) dueRenewals(now time.Time) []*Lease {
-	var out []*Lease
+func (s *scheduler) dueRenewals(now time.Time) []job {
+	var out []job
 	for len(s.renewals.l) > 0 {
 		l := s.renewals.l[0].l
 		if l.renewAt.After(now) {
@@ -310,26 +341,34 @@ func (s *scheduler) watch() {
 	}
 }
 
-// dispatch starts every due renewal.
-func (s *scheduler) dispatch() {
-	for s.sleep(&s.renewals, &s.renewArmed, s.wakeRenew) {
+// dispatch hands every job of h that due (s.mu held) pops by now to a
+// worker, starting one if all are busy and there are fewer than
+// maxRenewalsInFlight. The dispatcher of renewals and the waker of
+// attempts run it on their own heaps.
+func (s *scheduler) dispatch(h deadlines, armed *time.Time, wake chan struct{}, due func(now time.Time) []job) {
+	for s.sleep(h, armed, wake) {
 		s.mu.Lock()
-		due := s.dueRenewals(s.clk.Now())
-		s.renewing += len(due)
+		jobs := due(s.clk.Now())
+		s.inFlight += len(jobs)
 		s.mu.Unlock()
-		for _, l := range due {
+		for _, j := range jobs {
 			select {
-			case s.jobs <- l: // an idle worker took it
+			case s.jobs <- j: // an idle worker took it
 				continue
 			default:
 			}
-			if s.workers < maxRenewalsInFlight {
+			s.mu.Lock()
+			spawn := s.workers < maxRenewalsInFlight
+			if spawn {
 				s.workers++
-				go s.work(l)
+			}
+			s.mu.Unlock()
+			if spawn {
+				go s.work(j)
 				continue
 			}
 			select {
-			case s.jobs <- l:
+			case s.jobs <- j:
 			case <-s.quit:
 				return
 			}
@@ -337,21 +376,23 @@ func (s *scheduler) dispatch() {
 	}
 }
 
-// work renews l, then whatever the dispatcher hands it, until the
-// scheduler stops.
-func (s *scheduler) work(l *Lease) {
+// work runs j, then whatever the dispatchers hand it, until the scheduler
+// stops.
+func (s *scheduler) work(j job) {
 	for {
-		s.renew(l)
+		j.run(s)
 		s.mu.Lock()
-		s.renewing--
+		s.inFlight--
 		s.mu.Unlock()
 		select {
-		case l = <-s.jobs:
+		case j = <-s.jobs:
 		case <-s.quit:
 			return
 		}
 	}
 }
+
+func (l *Lease) run(s *scheduler) { s.renew(l) }
 
 // renew runs one background renewal of l and queues the next.
 func (s *scheduler) renew(l *Lease) {
@@ -425,6 +466,7 @@ type heapEntry struct {
 }
 
 func (h *leaseHeap) at(i int) time.Time { return h.l[i].l.deadline(h.expiry) }
+func (h *leaseHeap) first() time.Time   { return h.at(0) }
 
 func (l *Lease) deadline(expiry bool) time.Time {
 	if expiry {
