@@ -1,6 +1,7 @@
 // Package bench measures leases on a real store: latency next to a raw
 // conditional PUT, requests and cost per lease-hour, contention, failover
-// after a holder process is killed, and advice on TTL and renew interval.
+// after a holder process is killed, many leases in one process, and advice
+// on TTL and renew interval.
 // The objlease command's bench subcommand is a thin wrapper around Flags.
 package bench
 
@@ -49,6 +50,11 @@ Sections, in the order they run (--only picks some, comma-separated):
               waits: time until the contender holds the lease, --trials
               times per expiry rule; then fresh processes taking over
               long-dead leases: round trips and time
+  many        --leases leases held by this one process for --duration:
+              renewals a second, leases lost, the shortest gap between
+              two writes of one record, memory and CPU; then as many
+              contenders waiting through AcquireFunc: reads a second,
+              memory and CPU
   advice      a TTL and renew interval for this store, from the renewal
               latency tail and the store's write-rate limit
 
@@ -57,7 +63,7 @@ missed is marked in the table), 1 if two holders ever held the lease at once,
 64 on a usage error or a prefix holding leases, 69 if the store failed.`
 
 // Sections are the bench's parts, in the order they run.
-var Sections = []string{"latency", "cost", "contention", "failover", "advice"}
+var Sections = []string{"latency", "cost", "contention", "failover", "many", "advice"}
 
 // maxScan bounds how many objects under the prefix are read to look for
 // lease records before the bench starts.
@@ -84,6 +90,7 @@ type bench struct {
 	contenders []int
 	duration   time.Duration
 	trials     int
+	leases     int
 	priceW     float64
 	priceR     float64
 }
@@ -101,6 +108,7 @@ type benchReport struct {
 	Cost       *costReport        `json:"cost,omitempty"`
 	Contention []contentionReport `json:"contention,omitempty"`
 	Failover   *failoverReport    `json:"failover,omitempty"`
+	Many       *manyReport        `json:"many,omitempty"`
 	Advice     *adviceReport      `json:"advice,omitempty"`
 }
 
@@ -141,7 +149,8 @@ func Flags(fs *flag.FlagSet) func(ctx context.Context, env Env, url string) erro
 	fs.DurationVar(&b.poll, "poll", 0, "how often a waiting contender polls (default TTL/3, the renew interval)")
 	fs.Float64Var(&b.drift, "drift", objlease.DefaultDriftBound, "bound on the rate error of any participant's clock (0.01 = 1%)")
 	fs.StringVar(&contenders, "contenders", "1,10,100", "comma-separated contender `counts` for the contention section")
-	fs.DurationVar(&b.duration, "duration", 10*time.Second, "how long each contention run lasts")
+	fs.DurationVar(&b.duration, "duration", 10*time.Second, "how long each contention run, and each half of the many section, lasts")
+	fs.IntVar(&b.leases, "leases", 1000, "leases held, then contenders waiting, in the many section")
 	fs.IntVar(&b.trials, "trials", 30, "failover trials per expiry rule")
 	fs.Float64Var(&b.priceW, "price-per-1000-writes", 0.005, "price in dollars of 1,000 writes (S3 Standard PUT, us-east-1)")
 	fs.Float64Var(&b.priceR, "price-per-1000-reads", 0.0004, "price in dollars of 1,000 reads (S3 Standard GET, us-east-1)")
@@ -242,6 +251,8 @@ func (b *bench) parse(only, contenders string) error {
 		return bad("--samples %d must be at least 1", b.samples)
 	case b.trials < 1:
 		return bad("--trials %d must be at least 1", b.trials)
+	case b.leases < 1:
+		return bad("--leases %d must be at least 1", b.leases)
 	case b.duration <= 0:
 		return bad("--duration %v must be positive", b.duration)
 	case b.poll < 0:
@@ -287,6 +298,11 @@ func (b *bench) run(ctx context.Context) (*benchReport, error) {
 	if b.only["failover"] {
 		if rep.Failover, err = b.failover(ctx); err != nil {
 			return nil, fmt.Errorf("failover: %w", err)
+		}
+	}
+	if b.only["many"] {
+		if rep.Many, err = b.many(ctx); err != nil {
+			return nil, fmt.Errorf("many: %w", err)
 		}
 	}
 	if b.only["advice"] {
@@ -394,6 +410,9 @@ func (b *bench) printText(r *benchReport) error {
 	}
 	if r.Failover != nil {
 		printFailover(w, r.Failover)
+	}
+	if r.Many != nil {
+		printMany(w, r.Many)
 	}
 	if r.Advice != nil {
 		printAdvice(w, r.Advice)

@@ -107,7 +107,7 @@ func TestUsageErrors(t *testing.T) {
 func TestBenchAllSectionsJSON(t *testing.T) {
 	dir := t.TempDir()
 	out, stderr, err := runBench(t, "-o", "json", "--samples", "10", "--contenders", "1,3",
-		"--duration", "1s", "--trials", "1", "--ttl", "1s", "file://"+dir+"/")
+		"--duration", "1s", "--trials", "1", "--ttl", "1s", "--leases", "50", "file://"+dir+"/")
 	if err != nil {
 		t.Fatalf("bench: %v; stderr:\n%s", err, stderr)
 	}
@@ -157,6 +157,9 @@ func TestBenchAllSectionsJSON(t *testing.T) {
 	// fresh takeover does not apply.
 	if fr := f.Fresh[0]; fr.Rule != ruleStoreClock || fr.Trials != 1 {
 		t.Errorf("fresh takeover with the store clock: %+v, want one trial", fr)
+	}
+	if m := r.Many; m == nil || m.Leases != 50 || m.Lost != 0 || m.Renewals == 0 || m.MinGapMs <= 0 || m.Waiters != 50 || m.WaitReadsPS <= 0 {
+		t.Errorf("many section %+v, want 50 leases renewed and none lost, 50 waiters reading", m)
 	}
 	if a := r.Advice; a == nil || a.TTLMs < 1000 || math.Abs(3*a.RenewMs-a.TTLMs) > 1 {
 		t.Errorf("advice %+v", a)
