@@ -12,8 +12,11 @@
 // list work on them, and a shard's lease token fences its output (fence.Put
 // or fence.Batch with Shard.Token).
 //
-// Each worker, every round (Options.PollInterval), counts the live members
-// (N) and the shards (M), reads who holds each shard, and moves toward a
+// Each worker, every round (Options.PollInterval), lists the group's
+// records, counts the live members (N) and the shards (M), knows who holds
+// each shard (reading a record only when its listed version may be more
+// than its live owner's renewal, and each at least once per TTL), and
+// moves toward a
 // balanced assignment in which every member owns floor(M/N) or ceil(M/N)
 // shards: the M mod N members that own the most (ties by name) are meant to
 // own the ceiling, the rest the floor. A worker above its share releases the
