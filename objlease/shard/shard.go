@@ -13,16 +13,17 @@
 // or fence.Batch with Shard.Token).
 //
 // Each worker, every round (Options.PollInterval), lists the group's
-// records, counts the live members (N) and the shards (M), knows who holds
-// each shard (reading a record only when its listed version may be more
-// than its live owner's renewal, and each at least once per TTL), and
-// moves toward a
-// balanced assignment in which every member owns floor(M/N) or ceil(M/N)
-// shards: the M mod N members that own the most (ties by name) are meant to
+// records, counts the live members (N) and the shards (M), learns who holds
+// each shard, and moves toward a balanced assignment in which every member
+// owns floor(M/N) or ceil(M/N) shards: the M mod N members that own the most (ties by name) are meant to
 // own the ceiling, the rest the floor. A worker above its share releases the
 // excess; one below it takes free, released or expired shards. Nobody ever
 // takes a shard whose lease is live, so a shard moves only when its owner
-// lets it go or dies, and in a balanced group nobody moves anything.
+// lets it go or dies, and in a balanced group nobody moves anything. A
+// worker reads a record only when the listing shows a version that may be
+// more than its live owner's renewal, and each shard at least once per TTL;
+// the listing dates every version it shows (objlease.Client.Observe), so
+// a dead owner's shards expire as early as if every round had read them.
 //
 // A worker that owns a shard runs Config.Work for it with a context that
 // ends before anyone else can own the shard: when the worker hands the shard
