@@ -635,3 +635,49 @@ func TestNewValidates(t *testing.T) {
 		t.Fatalf("nil Work: %v", err)
 	}
 }
+
+// TestHandBrokenAndDeletedShardsRetaken: a shard broken (released) or
+// deleted by hand in a settled group, whose members read one another's
+// shards only about once per TTL, is owned again within a renewal interval
+// (its owner's renewal finds the record changed) and a few rounds.
+func TestHandBrokenAndDeletedShardsRetaken(t *testing.T) {
+	g := newGroup(t, mem.New(), 12)
+	for _, n := range names(3) {
+		g.join(n)
+	}
+	g.settle(names(3)...)
+	ctx := context.Background()
+	broken, deleted := g.ids[0], g.ids[1]
+	c, err := objlease.New(g.store, shard.ShardKey(g.prefix, broken), objlease.Options{Clock: g.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := c.Break(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := g.store.Stat(ctx, shard.ShardKey(g.prefix, deleted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.store.Delete(ctx, a.Key, a.Version); err != nil {
+		t.Fatal(err)
+	}
+	before := g.chk.count()
+	held := func(id string, above uint64) bool {
+		for _, s := range g.chk.startsSince(before) {
+			if s.shard == id && s.token > above {
+				return true
+			}
+		}
+		return false
+	}
+	o := g.options()
+	took := g.drive("both shards owned again", func() bool {
+		return held(broken, token) && held(deleted, 0) && g.balanced(names(3)...)
+	})
+	t.Logf("broken and deleted shards owned again after %v of fake time", took)
+	if bound := o.RenewInterval + 3*o.PollInterval; took > bound {
+		t.Fatalf("took %v to own a broken and a deleted shard again, want within a renewal interval and three rounds (%v)", took, bound)
+	}
+}
