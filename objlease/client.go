@@ -33,6 +33,9 @@ type Client struct {
 	// view is what this client last saw at the key; nil before the first
 	// read. A nil record with a non-nil view means the key was absent.
 	view *observation
+	// listed is the last version a listing showed that this client had not
+	// read (see Observe): a read that finds it counts it as seen since then.
+	listed *observation
 	// highest is the highest token this client has seen at the key. A
 	// record with a lower one was rewritten by something else (objlease
 	// never writes a lower token), and a record that vanished is recreated
@@ -202,7 +205,12 @@ func (c *Client) read(ctx context.Context) (*observation, error) {
 		return c.view, derr
 	}
 	c.highest = rec.Token
-	c.view = &observation{version: obj.Version, rec: rec, attrs: obj.Attrs, since: now}
+	since := now
+	if l := c.listed; l != nil && l.version == obj.Version && l.since.Before(since) {
+		// A listing showed this version earlier: it existed then.
+		since = l.since
+	}
+	c.view = &observation{version: obj.Version, rec: rec, attrs: obj.Attrs, since: since}
 	return c.view, nil
 }
 
@@ -592,14 +600,54 @@ func (c *Client) Inspect(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status(o, c.opts.Clock.Now()), nil
+}
+
+// status reports o as judged at now (c.mu held).
+func (c *Client) status(o *observation, now time.Time) *Status {
 	st := &Status{Key: c.key, Version: o.version, Record: o.rec, Attrs: o.attrs, StoreAge: -1}
 	if !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {
 		st.StoreAge = o.attrs.StoreTime.Sub(o.attrs.LastModified)
 	}
 	if o.rec != nil {
-		st.ExpiresIn = max(c.expiresIn(o, c.opts.Clock.Now()), 0)
+		st.ExpiresIn = max(c.expiresIn(o, now), 0)
 	}
-	return st, nil
+	return st
+}
+
+// Sighting is what a listing tells a Client about its lease (see Observe).
+type Sighting struct {
+	// Unchanged is how long this client has seen the listed version
+	// unchanged, from its first sighting in a listing or a read.
+	Unchanged time.Duration
+	// Status is the last read's status judged now (ExpiresIn counted from
+	// the version's first sighting, as Inspect would), if the listed
+	// version is the one last read; nil if this client has not read that
+	// version, whose contents it therefore does not know.
+	Status *Status
+}
+
+// Observe notes that a listing (a List page of the lease's store) showed
+// the lease's object at a.Version, without reading it. A version first
+// seen in a listing counts as seen from then on: a read that later finds
+// it judges its expiry from the listing, so that a reader that lists every
+// round and reads only now and then takes over from a holder that stopped
+// renewing as early as one that reads every round. Call it only after the
+// listing returned (the version existed by then). Observe sends no
+// request.
+func (c *Client) Observe(a providers.Attrs) Sighting {
+	now := c.opts.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o := c.view; o != nil && o.rec != nil && o.version == a.Version {
+		return Sighting{Unchanged: now.Sub(o.since), Status: c.status(o, now)}
+	}
+	if c.listed == nil || c.listed.version != a.Version {
+		c.listed = &observation{version: a.Version, since: now}
+	}
+	return Sighting{Unchanged: now.Sub(c.listed.since)}
 }
 
 // Break ends the lease whatever its state: it writes a released record whose

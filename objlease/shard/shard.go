@@ -12,14 +12,18 @@
 // list work on them, and a shard's lease token fences its output (fence.Put
 // or fence.Batch with Shard.Token).
 //
-// Each worker, every round (Options.PollInterval), counts the live members
-// (N) and the shards (M), reads who holds each shard, and moves toward a
-// balanced assignment in which every member owns floor(M/N) or ceil(M/N)
-// shards: the M mod N members that own the most (ties by name) are meant to
+// Each worker, every round (Options.PollInterval), lists the group's
+// records, counts the live members (N) and the shards (M), learns who holds
+// each shard, and moves toward a balanced assignment in which every member
+// owns floor(M/N) or ceil(M/N) shards: the M mod N members that own the most (ties by name) are meant to
 // own the ceiling, the rest the floor. A worker above its share releases the
 // excess; one below it takes free, released or expired shards. Nobody ever
 // takes a shard whose lease is live, so a shard moves only when its owner
-// lets it go or dies, and in a balanced group nobody moves anything.
+// lets it go or dies, and in a balanced group nobody moves anything. A
+// worker reads a record only when the listing shows a version that may be
+// more than its live owner's renewal, and each shard at least once per TTL;
+// the listing dates every version it shows (objlease.Client.Observe), so
+// a dead owner's shards expire as early as if every round had read them.
 //
 // A worker that owns a shard runs Config.Work for it with a context that
 // ends before anyone else can own the shard: when the worker hands the shard
@@ -41,6 +45,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/objlease"
@@ -101,10 +106,19 @@ type Worker struct {
 	memberClient *objlease.Client
 	memberLease  *objlease.Lease
 	peers        map[string]*objlease.Client // member key -> observer
-	shards       map[string]*objlease.Client // shard id -> client
+	shards       map[string]*watched         // shard id -> what this worker knows of it
+	lastLive     []string                    // the live members of the previous round
 
 	mu    sync.Mutex
 	owned map[string]*owned
+}
+
+// watched is a shard this worker does not necessarily own: its client,
+// and what the client last read of it.
+type watched struct {
+	c      *objlease.Client
+	holder string    // as last read: "" free, "\x00"+member ours by name only
+	readAt time.Time // when last read; zero: never, or to be read again
 }
 
 type owned struct {
@@ -147,7 +161,7 @@ func New(cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("%w: empty shard id", ErrInvalidConfig)
 		}
 	}
-	w := &Worker{cfg: cfg, peers: map[string]*objlease.Client{}, shards: map[string]*objlease.Client{}, owned: map[string]*owned{}}
+	w := &Worker{cfg: cfg, peers: map[string]*objlease.Client{}, shards: map[string]*watched{}, owned: map[string]*owned{}}
 	w.opts = cfg.Options
 	w.seed = cfg.Options.Rand
 	if w.seed == nil {
@@ -250,15 +264,19 @@ func (w *Worker) round(ctx context.Context) {
 			w.memberLease = l
 		}
 	}
-	members, err := w.liveMembers(ctx)
+	listed, err := w.list(ctx)
 	if err != nil {
-		w.log.Warn("cannot list the group's members", slog.Any("err", err))
+		w.log.Warn("cannot list the group's records", slog.Any("err", err))
 		return
 	}
-	ids, err := w.shardIDs(ctx)
+	members, err := w.liveMembers(ctx, listed.members)
 	if err != nil {
-		w.log.Warn("cannot list the group's shards", slog.Any("err", err))
+		w.log.Warn("cannot read the group's members", slog.Any("err", err))
 		return
+	}
+	ids := w.cfg.Shards
+	if ids == nil {
+		ids = listed.ids
 	}
 	mine := w.Owned()
 	inSet := map[string]bool{}
@@ -270,7 +288,11 @@ func (w *Worker) round(ctx context.Context) {
 			w.releaseID(ctx, id)
 		}
 	}
-	holders, err := w.scan(ctx, ids)
+	// A membership change moves shards: decide on what the store holds
+	// now rather than on what was last read.
+	fresh := !slices.Equal(members, w.lastLive)
+	w.lastLive = members
+	holders, err := w.scan(ctx, ids, listed.shards, members, fresh)
 	if err != nil {
 		w.log.Warn("cannot read the group's shards", slog.Any("err", err))
 		return
@@ -279,17 +301,15 @@ func (w *Worker) round(ctx context.Context) {
 	if w.memberLease == nil {
 		return // not a member: others do not count this worker, so it takes nothing
 	}
-	counts := map[string]int{}
-	for _, m := range members {
-		counts[m] = 0
-	}
-	for _, h := range holders {
-		if _, ok := counts[h]; ok && h != w.member {
-			counts[h]++
+	target := w.target(members, holders, len(ids), len(mine))
+	if target != len(mine) && !fresh {
+		// About to move shards: on what the store holds now.
+		if holders, err = w.scan(ctx, ids, listed.shards, members, true); err != nil {
+			w.log.Warn("cannot read the group's shards", slog.Any("err", err))
+			return
 		}
+		target = w.target(members, holders, len(ids), len(mine))
 	}
-	counts[w.member] = len(mine)
-	target := Target(w.member, counts, len(ids))
 	switch {
 	case len(mine) > target:
 		slices.SortFunc(mine, func(a, b string) int { return cmpScore(w.member, a, b) })
@@ -310,6 +330,22 @@ func (w *Worker) round(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// target is this worker's share, given the live members, the shards'
+// holders and the number of shards m, while it owns own of them.
+func (w *Worker) target(members []string, holders map[string]string, m, own int) int {
+	counts := map[string]int{}
+	for _, n := range members {
+		counts[n] = 0
+	}
+	for _, h := range holders {
+		if _, ok := counts[h]; ok && h != w.member {
+			counts[h]++
+		}
+	}
+	counts[w.member] = own
+	return Target(w.member, counts, m)
 }
 
 // Target returns the number of shards member should own, given how many
@@ -362,60 +398,96 @@ func score(member, id string) uint64 {
 	return h.Sum64()
 }
 
+// listing is one listing of a group's records.
+type listing struct {
+	members []providers.Attrs
+	shards  map[string]providers.Attrs // by key
+	ids     []string                   // the shards listed, in key order
+}
+
+// list lists the group's records: one listing of the group's prefix, so
+// that a round costs one list request however many records there are to
+// watch. With an empty prefix (the whole bucket) it lists the members and
+// the shards apart.
+func (w *Worker) list(ctx context.Context) (*listing, error) {
+	l := &listing{shards: map[string]providers.Attrs{}}
+	mp, sp := MembersPrefix(w.cfg.Prefix), ShardsPrefix(w.cfg.Prefix)
+	add := func(a providers.Attrs) error {
+		switch {
+		case strings.HasPrefix(a.Key, mp):
+			l.members = append(l.members, a)
+		case strings.HasPrefix(a.Key, sp):
+			l.shards[a.Key] = a
+			l.ids = append(l.ids, strings.TrimPrefix(a.Key, sp))
+		}
+		return nil
+	}
+	if w.cfg.Prefix == "" {
+		if err := each(ctx, w.cfg.Store, mp, add); err != nil {
+			return nil, err
+		}
+		return l, each(ctx, w.cfg.Store, sp, add)
+	}
+	return l, each(ctx, w.cfg.Store, join(w.cfg.Prefix, ""), add)
+}
+
 // liveMembers returns the members whose heartbeat is held and unexpired for
-// this worker, this worker included while it is a member.
-func (w *Worker) liveMembers(ctx context.Context) ([]string, error) {
-	prefix := MembersPrefix(w.cfg.Prefix)
+// this worker, this worker included while it is a member, given the listed
+// membership records. It reads a record only when the listing shows a
+// version it has not read (a renewal, a release, a new member): an
+// unchanged one is judged from what was read, its expiry counted from
+// its first sighting.
+func (w *Worker) liveMembers(ctx context.Context, listed []providers.Attrs) ([]string, error) {
 	var live []string
 	if w.memberLease != nil {
 		live = append(live, w.member)
 	}
-	err := each(ctx, w.cfg.Store, prefix, func(a providers.Attrs) error {
+	for _, a := range listed {
 		if a.Key == w.memberClient.Key() {
-			return nil
+			continue
 		}
 		c, ok := w.peers[a.Key]
 		if !ok {
 			var err error
 			if c, err = w.client(a.Key); err != nil {
-				return err
+				return nil, err
 			}
 			w.peers[a.Key] = c
 		}
-		st, err := c.Inspect(ctx)
-		switch {
-		case errors.Is(err, objlease.ErrBadRecord), errors.Is(err, objlease.ErrNewerSchema), errors.Is(err, objlease.ErrFencedObject):
-			return nil // not a member record
-		case err != nil:
-			return err
+		st := c.Observe(a).Status
+		if st == nil {
+			var err error
+			st, err = c.Inspect(ctx)
+			switch {
+			case errors.Is(err, providers.ErrNotFound):
+				continue // gone since it was listed
+			case errors.Is(err, objlease.ErrBadRecord), errors.Is(err, objlease.ErrNewerSchema), errors.Is(err, objlease.ErrFencedObject):
+				continue // not a member record
+			case err != nil:
+				return nil, err
+			}
 		}
 		if r := st.Record; r != nil && r.State == objlease.StateHeld && st.ExpiresIn > 0 && r.Holder != w.member {
 			live = append(live, r.Holder)
 		}
-		return nil
-	})
-	sort.Strings(live)
-	return slices.Compact(live), err
-}
-
-// shardIDs returns the shard set.
-func (w *Worker) shardIDs(ctx context.Context) ([]string, error) {
-	if w.cfg.Shards != nil {
-		return w.cfg.Shards, nil
 	}
-	prefix := ShardsPrefix(w.cfg.Prefix)
-	var ids []string
-	err := each(ctx, w.cfg.Store, prefix, func(a providers.Attrs) error {
-		ids = append(ids, strings.TrimPrefix(a.Key, prefix))
-		return nil
-	})
-	return ids, err
+	sort.Strings(live)
+	return slices.Compact(live), nil
 }
 
-// scan reads every shard this worker does not own and returns its holder,
-// "" for a shard free to take (absent, released, or expired for this
-// worker). A shard that cannot be read is left out.
-func (w *Worker) scan(ctx context.Context, ids []string) (map[string]string, error) {
+// scan returns the holder of every shard this worker does not own, ""
+// for a shard free to take (absent, released, or expired for this
+// worker); a shard that cannot be read is left out. It reads a shard only
+// when the listing shows a version it has not read and either fresh is
+// set or that version may not be its owner's renewal: the owner last read
+// is not a live member, or that read is a TTL old (so that a shard that
+// changed hands unseen is noticed within a TTL), or the version has gone
+// unchanged for half a TTL (longer than any live holder waits between
+// renewals: its owner may have died, and the version must be read before
+// it can expire). The versions it does not read still count as seen from
+// the listing, so that a dead owner's shards expire as soon as if every
+// round had read them.
+func (w *Worker) scan(ctx context.Context, ids []string, listed map[string]providers.Attrs, live []string, fresh bool) (map[string]string, error) {
 	w.mu.Lock()
 	mine := map[string]bool{}
 	for id := range w.owned {
@@ -424,55 +496,80 @@ func (w *Worker) scan(ctx context.Context, ids []string) (map[string]string, err
 	w.mu.Unlock()
 	holders := map[string]string{}
 	for _, id := range ids {
-		if mine[id] {
-			holders[id] = w.member
-			continue
-		}
-		c, err := w.shardClient(id)
+		s, err := w.watch(id)
 		if err != nil {
 			return nil, err
 		}
-		st, err := c.Inspect(ctx)
-		switch {
-		case errors.Is(err, providers.ErrNotFound):
-			holders[id] = ""
-		case err != nil:
-			if ctx.Err() != nil {
-				return nil, err
+		if mine[id] {
+			// Once it is no longer ours, read what becomes of it.
+			s.holder, s.readAt = "", time.Time{}
+			holders[id] = w.member
+			continue
+		}
+		a, ok := listed[ShardKey(w.cfg.Prefix, id)]
+		if !ok {
+			holders[id], s.holder, s.readAt = "", "", time.Time{}
+			continue
+		}
+		sg := s.c.Observe(a)
+		st := sg.Status
+		if st == nil {
+			now := w.opts.Clock.Now()
+			if !fresh && !s.readAt.IsZero() && now.Sub(s.readAt) < w.opts.TTL && sg.Unchanged < w.opts.TTL/2 &&
+				s.holder != "" && s.holder != w.member && slices.Contains(live, s.holder) {
+				holders[id] = s.holder // its owner's renewal
+				continue
 			}
-			w.log.Warn("cannot read shard", slog.String("shard", id), slog.Any("err", err))
+			st, err = s.c.Inspect(ctx)
+			s.readAt = now
+			switch {
+			case errors.Is(err, providers.ErrNotFound):
+				holders[id], s.holder = "", ""
+				continue
+			case err != nil:
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				s.readAt = time.Time{}
+				w.log.Warn("cannot read shard", slog.String("shard", id), slog.Any("err", err))
+				continue
+			}
+		}
+		switch {
 		case st.Record == nil || st.Record.State != objlease.StateHeld || st.ExpiresIn <= 0:
-			holders[id] = ""
+			s.holder = ""
 		case st.Record.Holder == w.member:
 			// Ours by name but not by lease (an earlier run, or a write
 			// whose reply was lost): taken back once it expires.
-			holders[id] = "\x00" + w.member
+			s.holder = "\x00" + w.member
 		default:
-			holders[id] = st.Record.Holder
+			s.holder = st.Record.Holder
 		}
+		holders[id] = s.holder
 	}
 	return holders, nil
 }
 
-func (w *Worker) shardClient(id string) (*objlease.Client, error) {
-	if c, ok := w.shards[id]; ok {
-		return c, nil
+func (w *Worker) watch(id string) (*watched, error) {
+	if s, ok := w.shards[id]; ok {
+		return s, nil
 	}
 	c, err := w.client(ShardKey(w.cfg.Prefix, id))
 	if err != nil {
 		return nil, err
 	}
-	w.shards[id] = c
-	return c, nil
+	s := &watched{c: c}
+	w.shards[id] = s
+	return s, nil
 }
 
 // take tries once to take shard id and starts its Work.
 func (w *Worker) take(ctx context.Context, id string) bool {
-	c, err := w.shardClient(id)
+	ws, err := w.watch(id)
 	if err != nil {
 		return false
 	}
-	l, err := c.TryAcquire(ctx)
+	l, err := ws.c.TryAcquire(ctx)
 	if err != nil {
 		if !errors.Is(err, objlease.ErrHeld) && ctx.Err() == nil {
 			w.log.Warn("cannot take shard", slog.String("shard", id), slog.Any("err", err))

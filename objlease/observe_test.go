@@ -1,0 +1,99 @@
+package objlease_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/mem"
+)
+
+// listed returns the listing's attributes of key.
+func listed(t *testing.T, store providers.Store, key string) providers.Attrs {
+	t.Helper()
+	p, err := store.List(context.Background(), key, "", 10)
+	if err != nil || len(p.Objects) != 1 {
+		t.Fatalf("list %q: %v, %v", key, p.Objects, err)
+	}
+	return p.Objects[0]
+}
+
+// TestObserveCountsFromTheListing: a version a listing showed counts as
+// seen from then on, so that a contender that lists often and reads late
+// still takes over TTL × (1 + b) after the listing; a version it read is
+// judged without a request; a new version starts the wait again.
+func TestObserveCountsFromTheListing(t *testing.T) {
+	ctx := context.Background()
+	store := mem.New()
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := objlease.Options{TTL: 10 * time.Second, DriftBound: 0.1, Clock: clk}
+	// The holder's clock never moves: it writes once and never renews, as
+	// a holder that died.
+	still := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	holder, err := objlease.New(store, "k", objlease.Options{TTL: 10 * time.Second, DriftBound: 0.1, Clock: still, Holder: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.TryAcquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opts.Holder = "b"
+	c, err := objlease.New(store, "k", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := listed(t, store, "k")
+	if sg := c.Observe(a); sg.Status != nil || sg.Unchanged != 0 {
+		t.Fatalf("first sighting in a listing: %+v, want no status (not read) and unchanged 0", sg)
+	}
+	clk.Advance(6 * time.Second)
+	if sg := c.Observe(a); sg.Status != nil || sg.Unchanged != 6*time.Second {
+		t.Fatalf("listed again: %+v, want no status and unchanged 6s", sg)
+	}
+	st, err := c.Inspect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 5 * time.Second; st.ExpiresIn != want { // 11 s from the listing
+		t.Fatalf("read 6 s after the listing: expires in %v, want %v (counted from the listing)", st.ExpiresIn, want)
+	}
+	clk.Advance(4 * time.Second)
+	sg := c.Observe(a)
+	if sg.Status == nil || sg.Status.ExpiresIn != time.Second || sg.Unchanged != 10*time.Second {
+		t.Fatalf("listed after the read: %+v, want the read's status expiring in 1s", sg)
+	}
+	if _, err := c.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) {
+		t.Fatalf("take 10 s after the listing: %v, want ErrHeld", err)
+	}
+	clk.Advance(time.Second)
+	if sg := c.Observe(a); sg.Status == nil || sg.Status.ExpiresIn != 0 {
+		t.Fatalf("11 s after the listing: %+v, want expired", sg)
+	}
+	taken, err := c.TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("take 11 s after the listing: %v", err)
+	}
+	defer taken.Release(ctx)
+
+	// A new version is a new sighting: the wait starts again.
+	other, err := objlease.New(store, "k", objlease.Options{TTL: 10 * time.Second, DriftBound: 0.1, Clock: clk, Holder: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := a
+	a = listed(t, other.Store(), "k")
+	if a.Version == old.Version {
+		t.Fatal("the takeover did not change the version")
+	}
+	clk.Advance(3 * time.Second)
+	if sg := other.Observe(a); sg.Status != nil || sg.Unchanged != 0 {
+		t.Fatalf("a version this client never saw: %+v, want a first sighting", sg)
+	}
+	if st, err := other.Inspect(ctx); err != nil || st.ExpiresIn != 11*time.Second {
+		t.Fatalf("read right after its first listing: %+v, %v; want the whole 11 s", st, err)
+	}
+}
