@@ -1,6 +1,9 @@
 package objlease
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // A contender waiting under the observed-time rule first sees the holder's
 // last write at its next read after it, and takes over TTL × (1 + b) after
@@ -41,6 +44,12 @@ type sighting struct {
 // against a slow drift of the holder's clock.
 const maxSightings = 32
 
+// maxCountSpan bounds the renewals between the reads kept, so that
+// projecting a read onto the latest count cannot overflow a Duration.
+func maxCountSpan(period time.Duration) uint64 {
+	return uint64(math.MaxInt64 / 4 / max(period, 1))
+}
+
 // slack is how late a renewal may land past its period's beat (scheduling
 // and request latency) and still be taken for on time.
 func (p *phaseTracker) slack() time.Duration { return p.period / 64 }
@@ -51,8 +60,11 @@ func (p *phaseTracker) narrow() time.Duration { return p.period / 32 }
 
 // add records a read of a held record whose holder renews every period.
 func (p *phaseTracker) add(s sighting, period time.Duration) {
-	if n := len(p.reads); period != p.period || n > 0 && (p.reads[n-1].token != s.token || p.reads[n-1].count > s.count) {
-		p.reads = p.reads[:0] // another holder, or another rhythm: start over
+	if n := len(p.reads); period != p.period || n > 0 && (p.reads[n-1].token != s.token || p.reads[n-1].count > s.count ||
+		s.count-p.reads[0].count > maxCountSpan(period)) {
+		// Another holder, another rhythm, or a count no renewing holder
+		// made: start over.
+		p.reads = p.reads[:0]
 	}
 	p.period = period
 	if len(p.reads) == maxSightings {
