@@ -484,8 +484,12 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 }
 
 // Acquire waits until it holds the lease or ctx ends. While the lease is
-// held elsewhere it polls every PollInterval (jittered), or sooner when the
-// holder's record is due to expire. With Options.StoreClock, on a store
+// held elsewhere it polls every PollInterval (jittered) until it has learned
+// from the record's renewal count when the holder's renewals land, then
+// reads just after every second renewal: half the reads, with every write
+// still seen within about a renewal interval of landing (see
+// phaseTracker). It always reads when the holder's record is due to
+// expire. With Options.StoreClock, on a store
 // that reports its own time, it instead sleeps until the earliest moment
 // the store's clock allows a takeover and reads once then: about one
 // request per TTL, at the price of noticing a release only then. A store
@@ -495,12 +499,14 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 // ctx that ends during the first attempt, that attempt is the only one.
 func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 	var r Retry
+	var phase phaseTracker
 	for {
+		sent := c.opts.Clock.Now()
 		l, err := c.TryAcquire(ctx)
 		if err == nil {
 			return l, nil
 		}
-		wait, retry := c.nextAttempt(&r, err)
+		wait, retry := c.nextAttempt(&r, &phase, sent, err)
 		if !retry || ctx.Err() != nil {
 			return nil, c.giveUp(ctx, err)
 		}

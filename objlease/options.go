@@ -40,7 +40,10 @@ type Options struct {
 	// respect the store's MinWriteInterval.
 	RenewInterval time.Duration
 	// PollInterval is how often Acquire retries while the lease is held
-	// elsewhere (jittered down by up to 20 %). Default RenewInterval. With
+	// elsewhere (jittered down by up to 20 %). Default RenewInterval. Once
+	// it has learned when the holder renews, Acquire reads just after every
+	// second renewal instead, unless PollInterval is already at least twice
+	// the holder's renewal interval. With
 	// StoreClock, on a store that reports its own time, Acquire instead
 	// sleeps until the store's clock allows a takeover (about a TTL), so
 	// PollInterval then applies only where the store reports no time.

@@ -36,6 +36,7 @@ type waiter struct {
 	sched *scheduler
 	stop  func() bool // ends the watch on ctx; set before w is first queued
 	r     Retry
+	phase phaseTracker
 	last  error // the last attempt's error
 
 	// Guarded by sched.mu.
@@ -46,12 +47,13 @@ type waiter struct {
 
 // run makes one attempt and queues the next, or finishes.
 func (w *waiter) run(s *scheduler) {
+	sent := s.clk.Now()
 	l, err := w.c.TryAcquire(w.ctx)
 	if err == nil {
 		w.finish(l, nil)
 		return
 	}
-	wait, retry := w.c.nextAttempt(&w.r, err)
+	wait, retry := w.c.nextAttempt(&w.r, &w.phase, sent, err)
 	if !retry || w.ctx.Err() != nil {
 		w.finish(nil, w.c.giveUp(w.ctx, err))
 		return
@@ -127,16 +129,22 @@ func (s *scheduler) dueAttempts(now time.Time) []job {
 }
 
 // nextAttempt is how long a waiting loop waits after the failed attempt
-// err, and whether it tries again at all: Retry's answer, except that
-// under the store-clock rule a held lease is read again only when the
-// store's clock allows a takeover.
-func (c *Client) nextAttempt(r *Retry, err error) (time.Duration, bool) {
+// err, sent at sent, and whether it tries again at all: Retry's answer,
+// except that a held lease is read again, under the store-clock rule, only
+// when the store's clock allows a takeover, and otherwise just after the
+// holder's renewals as phase has learned them.
+func (c *Client) nextAttempt(r *Retry, phase *phaseTracker, sent time.Time, err error) (time.Duration, bool) {
 	wait, retry := r.Next(err, c.jitter(c.opts.PollInterval))
 	var held *HeldError
-	if c.byStoreClock() && errors.As(err, &held) {
+	switch {
+	case !errors.As(err, &held):
+		phase.reset()
+	case c.byStoreClock():
 		// One read then, a millisecond past it so that the record is found
 		// expired rather than a hair short of it.
 		wait = held.Wait + time.Millisecond
+	default:
+		wait = c.pollWait(phase, sent, held, wait)
 	}
 	return wait, retry
 }

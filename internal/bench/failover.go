@@ -280,8 +280,9 @@ func (b *bench) failoverTrials(ctx context.Context, rule string) (*failoverRule,
 			got <- acquired{l, err, time.Now()}
 		}()
 		// Kill at a random point of the renewal cycle, once the contender
-		// has had time to look.
-		_ = sleep(ctx, b.poll+time.Duration(rand.Float64()*float64(b.renew)))
+		// has had time to learn when the holder renews (a few renewal
+		// intervals) and is reading after every second renewal.
+		_ = sleep(ctx, 3*b.ttl+time.Duration(rand.Float64()*float64(b.renew)))
 		var a acquired
 		select {
 		case a = <-got:
