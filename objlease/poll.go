@@ -160,5 +160,12 @@ func (c *Client) pollWait(p *phaseTracker, sent time.Time, held *HeldError, plai
 	if !ok {
 		return plain
 	}
-	return min(t.Sub(now), held.Wait+time.Millisecond)
+	wait := t.Sub(now)
+	if n := len(p.reads); wait < plain && (n < 2 || p.reads[n-1].count == p.reads[n-2].count) {
+		// The last read found no renewal since the one before: the holder
+		// may be late or gone, and reading sooner than plain polling would
+		// only chase it. Sooner reads follow only a read that saw one.
+		wait = plain
+	}
+	return min(wait, held.Wait+time.Millisecond)
 }
