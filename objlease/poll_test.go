@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -50,12 +51,13 @@ func (h *scriptedHolder) write() {
 // waitRun is one contender waiting in Acquire beside a holder renewing
 // every R with jitter, until the holder stops.
 type waitRun struct {
-	reads      int           // the contender's reads while the holder lived, after its first attempt
-	lived      time.Duration // from the contender's first attempt to the holder's last write
-	lastWrite  time.Time
-	firstSeen  time.Time // the contender's first read after the holder's last write
-	takeover   time.Time // when Acquire returned
-	lateRenews int
+	reads       int           // the contender's reads while the holder lived, after its first attempt
+	lived       time.Duration // from the contender's first attempt to the holder's last write
+	lastWrite   time.Time
+	firstSeen   time.Time // the contender's first read after the holder's last write
+	silentReads int       // its reads after the holder's last write, the takeover's included
+	takeover    time.Time // when Acquire returned
+	lateRenews  int
 }
 
 // runWaiter lets a holder renew every renew (each renewal sent renew after
@@ -153,8 +155,11 @@ func runWaiter(t *testing.T, seed uint64, ttl, renew time.Duration, writes int) 
 	for _, g := range gets[1:] { // the first attempt (a create, refused, then this read) is not a wait
 		if !g.After(run.lastWrite) {
 			run.reads++
-		} else if run.firstSeen.IsZero() {
-			run.firstSeen = g
+		} else {
+			run.silentReads++
+			if run.firstSeen.IsZero() {
+				run.firstSeen = g
+			}
 		}
 	}
 	return run
@@ -201,5 +206,27 @@ func TestWaitingContenderReadsAfterEverySecondRenewal(t *testing.T) {
 	t.Logf("%d reads in %v of waiting: %.2f per TTL (%d renewals a quarter interval late)", reads, lived, perTTL, late)
 	if perTTL > maxPerTTL {
 		t.Errorf("%.2f reads per TTL while the holder renewed, want <= %.1f (client-go's follower: 4.69)", perTTL, maxPerTTL)
+	}
+}
+
+// TestWaitingContenderChasesNoSilentHolder: a holder that stops renewing
+// (dead, or paused) must cost a waiting contender no more reads than plain
+// polling until the record expires: a schedule that kept narrowing in on
+// a renewal that never comes would read ever more often.
+func TestWaitingContenderChasesNoSilentHolder(t *testing.T) {
+	const (
+		ttl   = 9 * time.Second
+		renew = 3 * time.Second
+	)
+	for seed := uint64(1); seed <= 8; seed++ {
+		// The holder renews 12 times, then stops; count the contender's
+		// reads from its last write to the takeover.
+		run := runWaiter(t, seed, ttl, renew, 12)
+		polls := run.silentReads
+		// Plain polling reads every 0.8–1.0 R: at most ceil(TTL × (1 + b)
+		// / 0.8 R) + 1 reads, the takeover's included.
+		if most := int(math.Ceil(float64(ttl)*1.01/(0.8*float64(renew)))) + 1; polls > most {
+			t.Errorf("seed %d: %d reads while the holder was silent, want at most %d (plain polling)", seed, polls, most)
+		}
 	}
 }
