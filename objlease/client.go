@@ -486,13 +486,15 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 // Acquire waits until it holds the lease or ctx ends. While the lease is
 // held elsewhere it polls every PollInterval (jittered) until it has learned
 // from the record's renewal count when the holder's renewals land, then
-// reads just after every second renewal: half the reads, with every write
-// still seen within about a renewal interval of landing (see
-// phaseTracker). It always reads when the holder's record is due to
-// expire. With Options.StoreClock, on a store
-// that reports its own time, it instead sleeps until the earliest moment
-// the store's clock allows a takeover and reads once then: about one
-// request per TTL, at the price of noticing a release only then. A store
+// reads just after every second renewal: half the reads, with every renewal
+// still seen within about a renewal interval R of landing (see
+// phaseTracker), so that a dead holder is taken over as soon as before; a
+// release, which lands at no renewal's beat, is seen within about 2 R. It
+// always reads when the holder's record is due to expire. With
+// Options.StoreClock, on a store that reports its own time, it instead
+// sleeps until the earliest moment the store's clock allows a takeover and
+// reads once then: about one request per TTL, at the price of noticing a
+// release only then. A store
 // that cannot be reached is tried again with backoff (up to PollInterval)
 // for as long as ctx allows, with one warning per streak of failures;
 // errors that waiting cannot cure (see IsPermanent) end it at once. With a
