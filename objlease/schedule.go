@@ -15,10 +15,11 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-// maxRenewalsInFlight bounds the renewals a scheduler runs at once. A
-// renewal hung in a request holds one slot until its lease's validity ends
-// (which cancels it), so a few stuck requests cannot hold up the others.
-const maxRenewalsInFlight = 64
+// maxJobsInFlight bounds the renewals and attempts a scheduler runs at
+// once. A renewal hung in a request holds one slot until its lease's
+// validity ends (which cancels it), an attempt until its waiter's context
+// ends, so a few stuck requests cannot hold up the others.
+const maxJobsInFlight = 64
 
 // A scheduler renews and watches every lease held through one store on
 // one clock, and makes the attempts of every AcquireFunc waiting there, so
@@ -26,7 +27,7 @@ const maxRenewalsInFlight = 64
 // goroutines for all of them rather than some per lease: a watcher, which
 // does no I/O and so ends every lease on time whatever the store does, a
 // dispatcher, which hands each due renewal to a worker, and a waker, which
-// does the same for due attempts; at most maxRenewalsInFlight workers run
+// does the same for due attempts; at most maxJobsInFlight workers run
 // at once. It starts with its first lease or waiter and stops with its
 // last, so that it runs wherever they were made (a test's synctest bubble
 // included).
@@ -48,7 +49,7 @@ type scheduler struct {
 	wakeAttempt chan struct{}
 	quit        chan struct{}
 	// jobs hands due renewals and attempts to idle workers; workers counts
-	// them (at most maxRenewalsInFlight), and they live as long as the
+	// them (at most maxJobsInFlight), and they live as long as the
 	// scheduler so that a job does not pay for a new goroutine and its
 	// stack.
 	jobs    chan job
@@ -343,7 +344,7 @@ func (s *scheduler) watch() {
 
 // dispatch hands every job of h that due (s.mu held) pops by now to a
 // worker, starting one if all are busy and there are fewer than
-// maxRenewalsInFlight. The dispatcher of renewals and the waker of
+// maxJobsInFlight. The dispatcher of renewals and the waker of
 // attempts run it on their own heaps.
 func (s *scheduler) dispatch(h deadlines, armed *time.Time, wake chan struct{}, due func(now time.Time) []job) {
 	for s.sleep(h, armed, wake) {
@@ -358,7 +359,7 @@ func (s *scheduler) dispatch(h deadlines, armed *time.Time, wake chan struct{}, 
 			default:
 			}
 			s.mu.Lock()
-			spawn := s.workers < maxRenewalsInFlight
+			spawn := s.workers < maxJobsInFlight
 			if spawn {
 				s.workers++
 			}
