@@ -21,6 +21,10 @@ import (
 // ends, so a few stuck requests cannot hold up the others.
 const maxJobsInFlight = 64
 
+// maxAttemptsInFlight bounds the attempts among them: renewals, which keep
+// leases alive, always have the rest.
+const maxAttemptsInFlight = maxJobsInFlight / 2
+
 // A scheduler renews and watches every lease held through one store on
 // one clock, and makes the attempts of every AcquireFunc waiting there, so
 // that a process holding or awaiting thousands of leases runs three
@@ -59,6 +63,10 @@ type scheduler struct {
 	// counts the goroutines waiting in sleep. Both are only read by tests
 	// (see internal/schedstate).
 	inFlight, asleep int
+	// attemptsRunning counts attempts in flight, at most
+	// maxAttemptsInFlight, so that waiters on a hung store leave workers
+	// for the renewals.
+	attemptsRunning int
 }
 
 // A job is a renewal or an attempt, run by a worker.
@@ -145,7 +153,7 @@ func join(c *Client) *scheduler {
 		}
 		schedulers.all[s] = struct{}{}
 		go s.dispatch(&s.renewals, &s.renewArmed, s.wakeRenew, s.dueRenewals)
-		go s.dispatch(&s.attempts, &s.attemptArmed, s.wakeAttempt, s.dueAttempts)
+		go s.dispatch(attemptDeadlines{s}, &s.attemptArmed, s.wakeAttempt, s.dueAttempts)
 		go s.watch()
 	}
 	s.mu.Lock()
@@ -232,19 +240,19 @@ func notify(c chan struct{}) {
 	}
 }
 
-// deadlines is a heap whose first deadline a goroutine sleeps until.
+// deadlines says what a goroutine sleeps until: the first deadline of a
+// heap, or none (false), s.mu held.
 type deadlines interface {
-	Len() int
-	first() time.Time
+	next() (time.Time, bool)
 }
 
 // sleep waits until the first deadline of h (forever if empty), a
 // wake-up, or quit; it reports false on quit. armed records the deadline.
 func (s *scheduler) sleep(h deadlines, armed *time.Time, wake chan struct{}) bool {
 	s.mu.Lock()
-	var next time.Time
-	if h.Len() > 0 {
-		next = h.first()
+	next, ok := h.next()
+	if !ok {
+		next = time.Time{}
 	}
 	*armed = next
 	s.mu.Unlock()
@@ -384,6 +392,12 @@ func (s *scheduler) work(j job) {
 		j.run(s)
 		s.mu.Lock()
 		s.inFlight--
+		if _, ok := j.(*waiter); ok {
+			s.attemptsRunning--
+			if s.attemptsRunning == maxAttemptsInFlight-1 {
+				notify(s.wakeAttempt) // a slot is free again
+			}
+		}
 		s.mu.Unlock()
 		select {
 		case j = <-s.jobs:
@@ -467,7 +481,12 @@ type heapEntry struct {
 }
 
 func (h *leaseHeap) at(i int) time.Time { return h.l[i].l.deadline(h.expiry) }
-func (h *leaseHeap) first() time.Time   { return h.at(0) }
+func (h *leaseHeap) next() (time.Time, bool) {
+	if len(h.l) == 0 {
+		return time.Time{}, false
+	}
+	return h.at(0), true
+}
 
 func (l *Lease) deadline(expiry bool) time.Time {
 	if expiry {

@@ -119,13 +119,26 @@ func (s *scheduler) pushAttempt(w *waiter) {
 	}
 }
 
-// dueAttempts pops every waiter due by now (s.mu held).
+// dueAttempts pops the waiters due by now, as many as may run (s.mu held).
 func (s *scheduler) dueAttempts(now time.Time) []job {
 	var out []job
-	for s.attempts.Len() > 0 && !s.attempts.first().After(now) {
+	for s.attempts.Len() > 0 && !s.attempts[0].at.After(now) && s.attemptsRunning < maxAttemptsInFlight {
 		out = append(out, heap.Pop(&s.attempts).(*waiter))
+		s.attemptsRunning++
 	}
 	return out
+}
+
+// attemptDeadlines is what the waker sleeps until: the first waiter's next
+// attempt, or none while maxAttemptsInFlight are running (a finishing one
+// wakes it).
+type attemptDeadlines struct{ s *scheduler }
+
+func (d attemptDeadlines) next() (time.Time, bool) {
+	if d.s.attempts.Len() == 0 || d.s.attemptsRunning >= maxAttemptsInFlight {
+		return time.Time{}, false
+	}
+	return d.s.attempts[0].at, true
 }
 
 // nextAttempt is how long a waiting loop waits after the failed attempt
@@ -192,4 +205,3 @@ func (h *waitHeap) Pop() any {
 	w.idx = -1
 	return w
 }
-func (h waitHeap) first() time.Time { return h[0].at }

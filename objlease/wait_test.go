@@ -11,6 +11,7 @@ import (
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/mem"
 )
 
@@ -170,6 +171,64 @@ func TestAcquireFuncNoGoroutinePerWaiter(t *testing.T) {
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Fatalf("waiter given %v, want context.Canceled", err)
 			}
+		}
+	})
+}
+
+// hangKey is a store on which every create and read of one key hangs
+// until its context ends, as on a store that stopped answering for it.
+type hangKey struct {
+	providers.Store
+	key string
+}
+
+func (h hangKey) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
+	if key == h.key {
+		<-ctx.Done()
+		return providers.WriteResult{}, providers.Wrap("create", key, providers.ErrUnknownOutcome, ctx.Err())
+	}
+	return h.Store.Create(ctx, key, data, md)
+}
+
+func (h hangKey) Get(ctx context.Context, key string, max int64) (*providers.Object, error) {
+	if key == h.key {
+		<-ctx.Done()
+		return nil, providers.Wrap("get", key, providers.ErrUnreachable, ctx.Err())
+	}
+	return h.Store.Get(ctx, key, max)
+}
+
+// Waiters whose attempts hang leave the scheduler's workers to the
+// renewals: leases on the same store keep renewing however many waiters
+// are stuck.
+func TestAcquireFuncHungAttemptsStarveNoRenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewFake(epoch)
+		store := hangKey{Store: mem.New(), key: "leases/unanswered"}
+		leases := holdMany(t, store, clk, 5)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 200)
+		for i := range 200 {
+			c, err := objlease.New(store, "leases/unanswered", objlease.Options{
+				TTL: 10 * time.Second, Clock: clk, Holder: fmt.Sprintf("w%d", i),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.AcquireFunc(ctx, func(_ *objlease.Lease, err error) { done <- err })
+		}
+		step(clk, 30*time.Second, nil)
+		for i, l := range leases {
+			if err := l.Err(); err != nil {
+				t.Errorf("lease %d ended while waiters hung: %v", i, err)
+			}
+		}
+		cancel()
+		for range 200 {
+			<-done
+		}
+		for _, l := range leases {
+			_ = l.Release(context.Background())
 		}
 	})
 }
