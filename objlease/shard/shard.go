@@ -479,6 +479,14 @@ func (w *Worker) take(ctx context.Context, id string) bool {
 		}
 		return false
 	}
+	if l.ValidFor() <= 0 {
+		// Granted already expired (the reply came late, the process was
+		// paused): someone else may own the shard by now, and the lease's
+		// context has not ended yet, so Work must not start.
+		_ = l.Release(context.WithoutCancel(ctx))
+		w.log.Warn("shard taken too late: its lease had expired", slog.String("shard", id), slog.Uint64("token", l.Token()))
+		return false
+	}
 	s := &Shard{ID: id, Lease: l}
 	cbCtx, cancel := context.WithCancelCause(l.Context())
 	o := &owned{shard: s, cancel: cancel, done: make(chan struct{})}
