@@ -482,8 +482,10 @@ func (w *Worker) take(ctx context.Context, id string) bool {
 	if l.ValidFor() <= 0 {
 		// Granted already expired (the reply came late, the process was
 		// paused): someone else may own the shard by now, and the lease's
-		// context has not ended yet, so Work must not start.
-		_ = l.Release(context.WithoutCancel(ctx))
+		// context has not ended yet, so Work must not start. There is
+		// nothing left to hand over: the release only stops the lease's
+		// goroutines, and gives up when the worker stops.
+		_ = l.Release(ctx)
 		w.log.Warn("shard taken too late: its lease had expired", slog.String("shard", id), slog.Uint64("token", l.Token()))
 		return false
 	}
