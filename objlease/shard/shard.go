@@ -576,6 +576,16 @@ func (w *Worker) take(ctx context.Context, id string) bool {
 		}
 		return false
 	}
+	if l.ValidFor() <= 0 {
+		// Granted already expired (the reply came late, the process was
+		// paused): someone else may own the shard by now, and the lease's
+		// context has not ended yet, so Work must not start. There is
+		// nothing left to hand over: the release only stops the lease's
+		// goroutines, and gives up when the worker stops.
+		_ = l.Release(ctx)
+		w.log.Warn("shard taken too late: its lease had expired", slog.String("shard", id), slog.Uint64("token", l.Token()))
+		return false
+	}
 	s := &Shard{ID: id, Lease: l}
 	cbCtx, cancel := context.WithCancelCause(l.Context())
 	o := &owned{shard: s, cancel: cancel, done: make(chan struct{})}

@@ -40,12 +40,14 @@ const (
 	vRecordFenced   = "fenced write landed on a lease record"
 	vMisreported    = "release landed but was reported lost"
 	vLateLost       = "own write landed but the lease was reported lost"
+	vShardOverlap   = "two workers' Work for one shard at once"
+	vShardBack      = "shard output accepted a lower token"
 	overlapSlack    = time.Microsecond // float rounding in clock conversions
 	maxHistoryCheck = 4000             // operations; bounds the linearizability search
 )
 
 // allKinds lists the kinds in the order reports give them.
-var allKinds = []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vLeaders, vNotLinear, vCommittedGone, vRecordFenced, vMisreported, vLateLost}
+var allKinds = []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vLeaders, vNotLinear, vCommittedGone, vRecordFenced, vMisreported, vLateLost, vShardOverlap, vShardBack}
 
 // check runs every check on a finished run.
 //
@@ -293,6 +295,17 @@ func (w *world) check() []violation {
 				add(vCommittedGone, 0, "%s: manifest token %d lists %s as %s version %s, store has %v", prefixKey(k), m.Token, name, e.Key, e.Version, err)
 			}
 		}
+	}
+	// The shard group: one Work per shard at a time, and its fenced
+	// output never goes back.
+	w.mu.Lock()
+	v = append(v, checkShardTerms(w.terms)...)
+	w.mu.Unlock()
+	if w.gaudit != nil {
+		w.gaudit.mu.Lock() // a late write's goroutine may have just appended
+		gw := w.gaudit.writes
+		w.gaudit.mu.Unlock()
+		v = append(v, checkShardWrites(gw, w.start)...)
 	}
 	return v
 }

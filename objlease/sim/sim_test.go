@@ -42,6 +42,11 @@ type result struct {
 	requests   int64
 	faults     faulty.Counts
 	elapsed    time.Duration // real time the run took
+	// The leases' part alone, before the shard group's is added: a
+	// function of the seed.
+	leaseTrace  []string
+	leaseOps    int64
+	leaseFaults faulty.Counts
 }
 
 // totalOps counts the library calls the drivers made; keys with a space
@@ -72,7 +77,9 @@ func simulate(t *testing.T, cfg config) (res *result) {
 				b[i] = byte(salt.Uint32())
 			}
 		})()
-		w, err := newWorld(cfg, dir)
+		lcfg := cfg
+		lcfg.workers = 0 // the shard group runs in a bubble of its own, below
+		w, err := newWorld(lcfg, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,13 +106,17 @@ func simulate(t *testing.T, cfg config) (res *result) {
 			}
 		}
 		res = &result{cfg: cfg, violations: w.check(), hash: h.Sum64(), trace: w.trace, times: w.times, ops: w.ops}
-		for _, p := range w.procs {
+		for _, p := range append(w.procs, w.workers...) {
 			res.requests += p.faults[0].Requests()
 			for _, f := range p.faults {
 				res.faults = res.faults.Add(f.Counts())
 			}
 		}
 	})
+	res.leaseTrace, res.leaseOps, res.leaseFaults = res.trace, res.totalOps(), res.faults
+	if cfg.workers > 0 {
+		simulateGroup(t, cfg, res)
+	}
 	return res
 }
 
@@ -345,7 +356,9 @@ func TestSimulationLong(t *testing.T) {
 	t.Log(runSeeds(t, 5000, false))
 }
 
-// A run is a function of its seed.
+// A run is a function of its seed: its leases' part exactly; the shard
+// group's only as far as the library's renewal scheduler allows (see
+// simulateGroup).
 func TestSimulationReproducible(t *testing.T) {
 	n := 5
 	if *flagSeeds > 0 {
@@ -353,13 +366,13 @@ func TestSimulationReproducible(t *testing.T) {
 	}
 	for seed := *flagFrom; seed < *flagFrom+uint64(n); seed++ {
 		a, b := simulate(t, configFor(seed)), simulate(t, configFor(seed))
-		if a.hash != b.hash || a.faults != b.faults || a.totalOps() != b.totalOps() {
-			for i := range min(len(a.trace), len(b.trace)) {
-				if canon(a.trace[i]) != canon(b.trace[i]) {
-					t.Fatalf("seed %d: runs differ at trace line %d:\n  %s\n  %s", seed, i, a.trace[i], b.trace[i])
+		if a.hash != b.hash || a.leaseFaults != b.leaseFaults || a.leaseOps != b.leaseOps {
+			for i := range min(len(a.leaseTrace), len(b.leaseTrace)) {
+				if canon(a.leaseTrace[i]) != canon(b.leaseTrace[i]) {
+					t.Fatalf("seed %d: runs differ at trace line %d:\n  %s\n  %s", seed, i, a.leaseTrace[i], b.leaseTrace[i])
 				}
 			}
-			t.Fatalf("seed %d: runs differ (%d and %d trace lines)", seed, len(a.trace), len(b.trace))
+			t.Fatalf("seed %d: runs differ (%d and %d trace lines)", seed, len(a.leaseTrace), len(b.leaseTrace))
 		}
 	}
 }
@@ -373,31 +386,39 @@ func TestSimulationReproducible(t *testing.T) {
 // again with the safeguard on and must then be clean of it.
 func TestCheckerFindsViolations(t *testing.T) {
 	for _, tc := range []struct {
+		name  string // of the subtest, if not off
 		off   string
 		kinds []string
 		shape func(*config)
 		blind string // why the simulation cannot see it, if it cannot
 	}{
-		{"DriftMargin", []string{vOverlap}, func(c *config) {}, ""},
-		{"KeepRecordOnRelease", []string{vTokenTwice, vRecordBack}, func(c *config) {}, ""},
-		{"NonceCheck", []string{vTokenTwice, vOverlap}, func(c *config) {}, ""},
-		{"Fencing", []string{vRegisterBack, vNotLinear}, func(c *config) {}, ""},
-		{"UniqueNonces", []string{vTokenTwice, vOverlap}, func(c *config) { c.sharedRand = true }, ""},
+		{"", "DriftMargin", []string{vOverlap}, func(c *config) {}, ""},
+		{"", "KeepRecordOnRelease", []string{vTokenTwice, vRecordBack}, func(c *config) {}, ""},
+		{"", "NonceCheck", []string{vTokenTwice, vOverlap}, func(c *config) {}, ""},
+		{"", "Fencing", []string{vRegisterBack, vNotLinear}, func(c *config) {}, ""},
+		{"", "UniqueNonces", []string{vTokenTwice, vOverlap}, func(c *config) { c.sharedRand = true }, ""},
 		// Rare: a record deleted by hand, recreated with the very token of
 		// a holder that then releases before its next renewal.
-		{"OwnWriteCheck", []string{vOverlap, vTokenTwice}, func(c *config) { c.operator, c.acts, c.leases = 8, actDelete, 1 }, ""},
-		{"ForceWaits", []string{vOverlap}, func(c *config) { c.force, c.operator, c.acts = true, 4, actTamper }, ""},
-		{"UniqueTombstones", []string{vRegisterBack, vNotLinear}, func(c *config) { c.model, c.electors, c.pauseCheck = "s3", 3, 0.3 }, ""},
-		{"CallbackBeforeRelease", []string{vLeaders}, func(c *config) { c.electors = 3 }, ""},
-		{"PathLock", []string{vOverlap, vTokenTwice, vRecordBack}, func(c *config) { c.model, c.leases = "file", 1 }, ""},
+		{"", "OwnWriteCheck", []string{vOverlap, vTokenTwice}, func(c *config) { c.operator, c.acts, c.leases = 8, actDelete, 1 }, ""},
+		{"", "ForceWaits", []string{vOverlap}, func(c *config) { c.force, c.operator, c.acts = true, 4, actTamper }, ""},
+		{"", "UniqueTombstones", []string{vRegisterBack, vNotLinear}, func(c *config) { c.model, c.electors, c.pauseCheck = "s3", 3, 0.3 }, ""},
+		{"", "CallbackBeforeRelease", []string{vLeaders}, func(c *config) { c.electors = 3 }, ""},
+		{"", "PathLock", []string{vOverlap, vTokenTwice, vRecordBack}, func(c *config) { c.model, c.leases = "file", 1 }, ""},
+		// The shard group, with a few lease clients beside it.
+		{"ShardsCallbackBeforeRelease", "CallbackBeforeRelease", []string{vShardOverlap}, shardRow, ""},
+		{"ShardsDriftMargin", "DriftMargin", []string{vShardOverlap}, shardRow, ""},
+		{"ShardsFencing", "Fencing", []string{vShardBack}, shardRow, ""},
 	} {
-		t.Run(tc.off, func(t *testing.T) {
+		if tc.name == "" {
+			tc.name = tc.off
+		}
+		t.Run(tc.name, func(t *testing.T) {
 			if tc.blind != "" {
 				t.Skip("not visible to the simulation: " + tc.blind)
 			}
 			shape := func(seed uint64) config {
 				c := configFor(seed)
-				c.operator, c.sharedRand, c.force, c.misdirect, c.electors = 0, false, false, false, 0
+				c.operator, c.sharedRand, c.force, c.misdirect, c.electors, c.workers = 0, false, false, false, 0, 0
 				if c.model == "file" {
 					c.storeClock = false
 				}
@@ -436,7 +457,7 @@ func TestCheckerFindsViolations(t *testing.T) {
 				if v == nil {
 					continue
 				}
-				t.Logf("found at seed %d: %s: %s\nreplay: go test ./objlease/sim/ -run 'TestCheckerFindsViolations/%s$' -sim.from=%d -sim.v", seed, v.kind, v.msg, tc.off, seed)
+				t.Logf("found at seed %d: %s: %s\nreplay: go test ./objlease/sim/ -run 'TestCheckerFindsViolations/%s$' -sim.from=%d -sim.v", seed, v.kind, v.msg, tc.name, seed)
 				if *flagV {
 					t.Logf("%v\n%s", r.cfg, strings.Join(r.trace, "\n"))
 				}

@@ -30,7 +30,10 @@ type gateStore struct {
 	raw             providers.Store
 	p               *proc
 	calm            *atomic.Bool
+	dead            *atomic.Bool // the process crashed; nil: it cannot
 }
+
+func (g *gateStore) crashed() bool { return g.dead != nil && g.dead.Load() }
 
 func (g *gateStore) pick() providers.Store {
 	if g.calm.Load() {
@@ -42,6 +45,9 @@ func (g *gateStore) pick() providers.Store {
 // around runs call between two passes of the gate. A write whose reply
 // is held up past its context's end has an unknown outcome.
 func (g *gateStore) around(ctx context.Context, op, key string, call func(s providers.Store) error) error {
+	if g.crashed() {
+		return &providers.Error{Op: op, Key: key, Err: errCrashed}
+	}
 	g.p.maybePause()
 	g.p.maybePauseAfterCheck(op, key)
 	if err := g.p.awaitRunning(ctx); err != nil {
@@ -91,7 +97,7 @@ var errLate = errors.New("request timed out on its way; it reaches the store lat
 // have retried. It reports whether it did; apply is the write.
 func (g *gateStore) late(ctx context.Context, op, key string, apply func()) bool {
 	p := g.p
-	if g.calm.Load() {
+	if g.calm.Load() || g.crashed() {
 		return false
 	}
 	p.mu.Lock()

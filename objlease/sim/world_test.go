@@ -42,11 +42,13 @@ type config struct {
 	operator   float64 // operator actions a minute: hand deletes, tampering
 	acts       acts    // which actions the operator takes
 	misdirect  bool    // now and then a holder fences a write at its lease's own key
+	workers    int     // worker processes of the shard group (shards_test.go); 0: no group
+	shards     int     // the group's shards
 }
 
 func (c config) String() string {
-	return fmt.Sprintf("seed %d: store %s, %d clients (%d electors), %d leases, TTL %v, drift ±%.0f%%, store clock %v, faults ×%.1f, pauses %.3f/%.2f up to %v, force %v, shared rand %v, operator %.0f/min (%b), misdirected puts %v, unfenced %v",
-		c.seed, c.model, c.clients, c.electors, c.leases, c.ttl, c.drift*100, c.storeClock, c.faults, c.pauseAny, c.pauseCheck, c.maxPause, c.force, c.sharedRand, c.operator, c.acts, c.misdirect, c.unfenced)
+	return fmt.Sprintf("seed %d: store %s, %d clients (%d electors), %d leases, TTL %v, drift ±%.0f%%, store clock %v, faults ×%.1f, pauses %.3f/%.2f up to %v, force %v, shared rand %v, operator %.0f/min (%b), misdirected puts %v, unfenced %v, shard group %d workers %d shards",
+		c.seed, c.model, c.clients, c.electors, c.leases, c.ttl, c.drift*100, c.storeClock, c.faults, c.pauseAny, c.pauseCheck, c.maxPause, c.force, c.sharedRand, c.operator, c.acts, c.misdirect, c.unfenced, c.workers, c.shards)
 }
 
 func configFor(seed uint64) config {
@@ -72,6 +74,7 @@ func configFor(seed uint64) config {
 	c.operator = []float64{0, 0, 1, 4}[r.IntN(4)]
 	c.acts = allActs
 	c.misdirect = r.IntN(8) == 0
+	groupShape(&c)
 	return c
 }
 
@@ -139,6 +142,10 @@ type world struct {
 	procs []*proc
 	nkeys int // leases, the election's included
 
+	gstore  providers.Store // the shard group's store
+	gaudit  *auditLog
+	workers []*proc // of the shard group
+
 	mu     sync.Mutex // guards what follows: drivers of all processes record
 	trace  []string
 	times  []time.Duration // of each trace line
@@ -147,6 +154,7 @@ type world struct {
 	reg    [][]regOp
 	ops    map[string]int64
 	opsAt  int // trace lines before the run wound down
+	terms  []*term
 }
 
 // releaseOp is one release and what it reported.
@@ -179,6 +187,9 @@ func (w *world) logf(p *proc, format string, args ...any) {
 	who := "op "
 	if p != nil {
 		who = fmt.Sprintf("p%-2d", p.id)
+		if p.worker {
+			who = fmt.Sprintf("w%-2d", p.id)
+		}
 	}
 	w.trace = append(w.trace, fmt.Sprintf("%14v %s %s", w.now(), who, fmt.Sprintf(format, args...)))
 	w.times = append(w.times, w.now())
@@ -202,6 +213,8 @@ type proc struct {
 	clock   *driftClock
 	store   *gateStore
 	faults  []*faulty.Store
+	root    providers.Store // the store under the faults
+	worker  bool            // of the shard group
 	clients []*objlease.Client
 	byName  []*objlease.Client // the same holder, as the CLI's release command is
 	opts    []objlease.Options // of clients, for a restart
@@ -763,26 +776,13 @@ func newWorld(cfg config, dir string) (*world, error) {
 			clock:   newDriftClock(rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), cfg.drift, w.start),
 			target:  r.IntN(cfg.leases),
 		}
-		// Two injectors: the inner one refuses, loses replies, stalls and
-		// now and then holds a request for long; the outer one adds the
-		// everyday latency of a network.
-		f := cfg.faults
-		write := faulty.Rates{Precondition: 0.002 * f, Conflict: 0.01 * f, Throttled: 0.01 * f, Unknown: 0.01 * f, LostReply: 0.02 * f, Stall: 0.002 * f, Delay: 0.01 * f}
-		read := faulty.Rates{Throttled: 0.01 * f, Unknown: 0.01 * f, Stall: 0.002 * f, Delay: 0.01 * f}
 		root := roots[i%len(roots)]
-		inner, err := faulty.New(root, faulty.Config{Seed: r.Uint64(), Default: read,
-			Ops:      map[faulty.Op]faulty.Rates{faulty.Create: write, faulty.Replace: write, faulty.Delete: write},
-			MinDelay: 100 * time.Millisecond, MaxDelay: cfg.ttl})
-		if err != nil {
+		var err error
+		if p.faults, err = newFaults(cfg, root, r); err != nil {
 			return nil, err
 		}
-		outer, err := faulty.New(inner, faulty.Config{Seed: r.Uint64(), Default: faulty.Rates{Delay: 1},
-			MinDelay: time.Millisecond, MaxDelay: 40 * time.Millisecond})
-		if err != nil {
-			return nil, err
-		}
-		p.faults = []*faulty.Store{outer, inner}
-		p.store = &gateStore{Store: outer, raw: root, p: p, calm: &w.calm}
+		p.root = root
+		p.store = &gateStore{Store: p.faults[0], raw: root, p: p, calm: &w.calm}
 		seeds := make([]uint64, 2*w.nkeys)
 		for j := range seeds {
 			seeds[j] = r.Uint64()
@@ -816,6 +816,11 @@ func newWorld(cfg config, dir string) (*world, error) {
 		}
 		w.procs = append(w.procs, p)
 	}
+	if cfg.workers > 0 {
+		if err := w.addGroup(dir); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 
@@ -828,6 +833,10 @@ func (w *world) run() {
 		wg.Add(1)
 		go p.run(&wg)
 	}
+	for _, p := range w.workers {
+		wg.Add(1)
+		go p.work(&wg)
+	}
 	if w.cfg.operator > 0 {
 		wg.Add(1)
 		go w.operate(&wg, rand.New(rand.NewPCG(w.cfg.seed, 0x0fe7a)))
@@ -837,7 +846,7 @@ func (w *world) run() {
 	w.opsAt = len(w.trace)
 	w.mu.Unlock()
 	w.calm.Store(true)
-	for _, p := range w.procs {
+	for _, p := range append(w.procs, w.workers...) {
 		for _, f := range p.faults {
 			f.ReleaseStalls()
 		}
