@@ -344,7 +344,7 @@ func (c *cli) listCmd(fs *flagSet) action {
 		}
 		var failed error
 		skipped, example := 0, ""
-		err = eachObject(ctx, store, prefix, func(a providers.Attrs) error {
+		err = providers.Walk(ctx, store, prefix, func(a providers.Attrs) error {
 			row, why, err := c.listRow(ctx, store, a.Key)
 			switch {
 			case err != nil:
@@ -380,24 +380,6 @@ func (c *cli) listCmd(fs *flagSet) action {
 			err = failed
 		}
 		return opErr("list", url, err)
-	}
-}
-
-// eachObject calls fn for every object under prefix, page by page.
-func eachObject(ctx context.Context, store providers.Store, prefix string, fn func(providers.Attrs) error) error {
-	for page := ""; ; {
-		p, err := store.List(ctx, prefix, page, 1000)
-		if err != nil {
-			return err
-		}
-		for _, a := range p.Objects {
-			if err := fn(a); err != nil {
-				return err
-			}
-		}
-		if page = p.NextToken; page == "" {
-			return nil
-		}
 	}
 }
 

@@ -270,7 +270,7 @@ func (w *watcher) poll(ctx context.Context) error {
 		return w.read(ctx, w.key)
 	}
 	listed := map[string]bool{}
-	err := eachObject(ctx, w.store, w.key, func(a providers.Attrs) error {
+	err := providers.Walk(ctx, w.store, w.key, func(a providers.Attrs) error {
 		listed[a.Key] = true
 		if w.t.unchanged(a.Key, a.Version) {
 			return nil // costs no read

@@ -423,12 +423,12 @@ func (w *Worker) list(ctx context.Context) (*listing, error) {
 		return nil
 	}
 	if w.cfg.Prefix == "" {
-		if err := each(ctx, w.cfg.Store, mp, add); err != nil {
+		if err := providers.Walk(ctx, w.cfg.Store, mp, add); err != nil {
 			return nil, err
 		}
-		return l, each(ctx, w.cfg.Store, sp, add)
+		return l, providers.Walk(ctx, w.cfg.Store, sp, add)
 	}
-	return l, each(ctx, w.cfg.Store, join(w.cfg.Prefix, ""), add)
+	return l, providers.Walk(ctx, w.cfg.Store, join(w.cfg.Prefix, ""), add)
 }
 
 // liveMembers returns the members whose heartbeat is held and unexpired for
@@ -650,22 +650,4 @@ func (w *Worker) release(ctx context.Context, o *owned) {
 	delete(w.owned, o.shard.ID)
 	w.mu.Unlock()
 	w.log.Info("shard released", slog.String("shard", o.shard.ID), slog.Uint64("token", l.Token()))
-}
-
-// each calls fn for every object under prefix, page by page.
-func each(ctx context.Context, store providers.Store, prefix string, fn func(providers.Attrs) error) error {
-	for page := ""; ; {
-		p, err := store.List(ctx, prefix, page, 1000)
-		if err != nil {
-			return err
-		}
-		for _, a := range p.Objects {
-			if err := fn(a); err != nil {
-				return err
-			}
-		}
-		if page = p.NextToken; page == "" {
-			return nil
-		}
-	}
 }

@@ -67,7 +67,7 @@ type View struct {
 func Describe(ctx context.Context, store providers.Store, prefix string) (*View, error) {
 	v := &View{}
 	read := func(sub string, into *[]Entry, name func(string) string) error {
-		return each(ctx, store, sub, func(a providers.Attrs) error {
+		return providers.Walk(ctx, store, sub, func(a providers.Attrs) error {
 			obj, err := store.Get(ctx, a.Key, objlease.MaxRecordSize)
 			switch {
 			case errors.Is(err, providers.ErrNotFound):
