@@ -138,14 +138,12 @@ func (b *bench) many(ctx context.Context) (*manyReport, error) {
 // --duration and counts their reads.
 func (b *bench) waiters(ctx context.Context, r *manyReport, held *objlease.Lease) error {
 	b.prog.show(true, "many: %d contenders waiting for %v", r.Waiters, b.duration)
-	counted := &writeGaps{Store: b.cs, last: map[string]time.Time{}}
-	reads := &readCount{Store: counted}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m0, g0 := memNow()
 	done := make(chan error, r.Waiters)
 	for i := range r.Waiters {
-		c, err := objlease.New(reads, held.Key(), b.options(fmt.Sprintf("waiter-%d", i)))
+		c, err := objlease.New(b.cs, held.Key(), b.options(fmt.Sprintf("waiter-%d", i)))
 		if err != nil {
 			return err
 		}
@@ -162,13 +160,14 @@ func (b *bench) waiters(ctx context.Context, r *manyReport, held *objlease.Lease
 		return err
 	}
 	m1, g1 := memNow()
-	r0, cpu0, t0 := reads.n.Load(), cpuTime(), time.Now()
+	// Reads only: the one holder left renews with writes.
+	c0, cpu0, t0 := b.cs.counts(), cpuTime(), time.Now()
 	if err := sleep(ctx, b.duration); err != nil {
 		return err
 	}
 	window := time.Since(t0)
 	r.CPUWaitPct = 100 * (cpuTime() - cpu0).Seconds() / window.Seconds()
-	r.WaitReadsPS = float64(reads.n.Load()-r0) / window.Seconds()
+	r.WaitReadsPS = float64(b.cs.counts().sub(c0).reads()) / window.Seconds()
 	r.WaitExpected = float64(r.Waiters) / (0.9 * b.poll.Seconds()) // polls are jittered over [0.8, 1.0] × poll
 	r.HeapBWaiter = float64(m1.HeapAlloc-min(m0.HeapAlloc, m1.HeapAlloc)) / float64(r.Waiters)
 	r.GoroutinesW = float64(g1-g0) / float64(r.Waiters)
@@ -179,16 +178,6 @@ func (b *bench) waiters(ctx context.Context, r *manyReport, held *objlease.Lease
 		}
 	}
 	return nil
-}
-
-type readCount struct {
-	providers.Store
-	n atomic.Int64
-}
-
-func (c *readCount) Get(ctx context.Context, key string, max int64) (*providers.Object, error) {
-	c.n.Add(1)
-	return c.Store.Get(ctx, key, max)
 }
 
 func releaseAll(ctx context.Context, leases []*objlease.Lease) {
