@@ -61,8 +61,8 @@ var allKinds = []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vO
 // its checks restart there, and its linearizability model treats the
 // delete as a write that empties it. A hold that was live when its record
 // was deleted by hand cannot stop believing before its next renewal fails,
-// just as after Break; it is exempt from the one-holder checks (against
-// later holds), but tampering is no excuse: the library must wait the record
+// just as after Break; it is exempt from the one-holder checks against
+// holds whose records landed after the delete, but tampering is no excuse: the library must wait the record
 // out before replacing it.
 func (w *world) check() []violation {
 	var v []violation
@@ -143,13 +143,22 @@ func (w *world) check() []violation {
 		}
 	}
 
-	// Each hold's record epoch, and whether its record was deleted by hand
-	// while it was believed.
+	// Each hold's record epoch, where its record landed in the store's
+	// order, and the hand delete (its index in writes) that removed it
+	// while it was believed, if one did.
 	recEpoch := map[*epoch]int{}
-	exempt := map[*epoch]bool{}
+	landedAt := map[*epoch]int{}
+	deletedAt := map[*epoch]int{}
 	for _, e := range w.epochs {
 		key := leaseKey(e.lease)
 		li, ok := landed[e.nonce]
+		if !ok { // never landed (as far as the audit shows): count from its belief
+			li = 0
+			for li < len(writes) && at(writes[li].at) < e.from {
+				li++
+			}
+		}
+		landedAt[e] = li
 		n := 0
 		for i, a := range writes {
 			if a.key != key || !operator(a) {
@@ -161,12 +170,21 @@ func (w *world) check() []violation {
 			}
 			if !before {
 				n++
-				if a.op == "hand-delete" && at(a.at) <= e.end() {
-					exempt[e] = true
+				if _, seen := deletedAt[e]; !seen && a.op == "hand-delete" && at(a.at) <= e.end() {
+					deletedAt[e] = i
 				}
 			}
 		}
 		recEpoch[e] = n
+	}
+	// outlived reports that x's record was deleted by hand while x was
+	// believed, before y's record landed: x cannot know until its next
+	// renewal fails, so y may overlap it. Which of the two began believing
+	// first does not matter: a grant whose reply comes late is believed
+	// only from then, though its record landed (and was deleted) earlier.
+	outlived := func(x, y *epoch) bool {
+		d, ok := deletedAt[x]
+		return ok && landedAt[y] > d
 	}
 
 	// Every token is granted once in each record epoch.
@@ -205,7 +223,7 @@ func (w *world) check() []violation {
 					first, second = b, a
 				}
 				lower := min(a.token, b.token)
-				if second.from+overlapSlack >= first.end() || exempt[first] || broken[grant{k, lower}] && a.token != b.token {
+				if second.from+overlapSlack >= first.end() || outlived(first, second) || outlived(second, first) || broken[grant{k, lower}] && a.token != b.token {
 					continue
 				}
 				if a.elector {
