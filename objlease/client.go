@@ -267,15 +267,46 @@ func (c *Client) expiresIn(o *observation, now time.Time) time.Duration {
 	}
 	ttl := o.rec.TTL()
 	wait := c.observedWait(ttl, o.since, now)
-	if r := c.opts.StoreClock; r != nil && !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {
-		limit := ttl + c.store.Properties().TimestampGranularity + r.Margin
-		if byStore := limit - o.attrs.StoreTime.Sub(o.attrs.LastModified); byStore < wait {
-			// The store's clock has already seen part (or all) of the TTL
-			// pass since the record was written.
-			wait = max(byStore, 0)
+	if r := c.opts.StoreClock; r != nil {
+		if age, ok := storeAge(o.attrs, r.Margin); ok {
+			limit := ttl + c.store.Properties().TimestampGranularity + r.Margin
+			if byStore := limit - age; byStore < wait {
+				// The store's clock has already seen part (or all) of the
+				// TTL pass since the record was written.
+				wait = max(byStore, 0)
+			}
 		}
 	}
 	return wait
+}
+
+// Sane store timestamps, for storeAge.
+var (
+	saneFrom = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	saneTo   = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// maxStoreAge is the oldest record age the store-clock rule believes: an
+// older one says more about the store's clocks than about the record.
+const maxStoreAge = 10 * 365 * 24 * time.Hour
+
+// storeAge is a record's age by the store's clock (its Date minus the
+// record's Last-Modified), if the store reported both and they make sense:
+// both from 1970 to 2200, and the age from −margin (the store's clocks may
+// disagree by that much) to maxStoreAge. Anything else is unknown, which
+// leaves the observed-time rule to decide: a lying store clock may delay a
+// takeover, never hasten one, and no arithmetic on its values can wrap.
+func storeAge(a providers.Attrs, margin time.Duration) (time.Duration, bool) {
+	for _, t := range []time.Time{a.LastModified, a.StoreTime} {
+		if t.Before(saneFrom) || !t.Before(saneTo) {
+			return 0, false
+		}
+	}
+	age := a.StoreTime.Sub(a.LastModified)
+	if age < -margin || age > maxStoreAge {
+		return 0, false
+	}
+	return age, true
 }
 
 // TryAcquire makes one attempt to take the lease. It returns a *HeldError
@@ -528,7 +559,11 @@ func (c *Client) byStoreClock() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o := c.view
-	return c.opts.StoreClock != nil && o != nil && o.rec != nil && !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero()
+	if c.opts.StoreClock == nil || o == nil || o.rec == nil {
+		return false
+	}
+	_, ok := storeAge(o.attrs, c.opts.StoreClock.Margin)
+	return ok
 }
 
 // Retry decides, for a loop of acquire attempts, whether and when to try

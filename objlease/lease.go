@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/internal/safeguards"
+	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -41,7 +42,11 @@ type Lease struct {
 	// only a record carrying one of them, or rec's, is this lease's own.
 	unsure     []string
 	validUntil time.Time // this holder's clock
-	lastSent   time.Time // when the last successful write was sent
+	// wallUntil is validUntil on the machine's wall clock, where the clock
+	// reads one (else zero): a forward step of the wall clock, as after a
+	// frozen VM resumes and NTP steps it, ends the lease early.
+	wallUntil time.Time
+	lastSent  time.Time // when the last successful write was sent
 	// lastAttempt is when this holder last sent a write of the record,
 	// successful or not: the next background renewal keeps the store's
 	// MinWriteInterval from it.
@@ -64,9 +69,10 @@ func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time
 	c.recordAcquired(rec.Token)
 	l := &Lease{
 		c: c, ctx: ctx, cancel: cancel, rec: rec, version: res.Version,
-		validUntil: c.validUntil(sent), lastSent: sent, lastAttempt: sent,
+		lastSent: sent, lastAttempt: sent,
 		writing: make(chan struct{}, 1), done: make(chan struct{}),
 	}
+	l.setValidUntil(c.validUntil(sent))
 	register(l, l.notBefore(sent.Add(c.firstRenewal())))
 	return l
 }
@@ -176,7 +182,7 @@ func (l *Lease) ValidFor() time.Duration {
 	if l.ended != nil || l.ctx.Err() != nil {
 		return 0
 	}
-	return l.validUntil.Sub(l.c.opts.Clock.Now())
+	return l.remaining(l.c.opts.Clock.Now())
 }
 
 // end records why the lease ended and cancels its context, once.
@@ -269,9 +275,32 @@ func (l *Lease) renew(ctx context.Context) error {
 	// Confirmed over the version the earlier, unsure renewals were written
 	// against: none of them can land now.
 	l.unsure = nil
-	l.validUntil = l.c.validUntil(sent)
+	l.setValidUntil(l.c.validUntil(sent))
 	l.lastSent = sent
 	return nil
+}
+
+// setValidUntil sets the end of the holder's validity, on its clock and on
+// the wall clock (l.mu held, or l not yet shared).
+func (l *Lease) setValidUntil(until time.Time) {
+	l.validUntil = until
+	if wall, ok := clock.Wall(l.c.opts.Clock); ok {
+		l.wallUntil = wall.Add(until.Sub(l.c.opts.Clock.Now()))
+	}
+}
+
+// remaining is how much longer, from now on the holder's clock, the lease
+// is valid by every clock the holder reads: the earliest end wins, so a
+// wall clock stepped forward ends it early and one stepped back changes
+// nothing (l.mu held).
+func (l *Lease) remaining(now time.Time) time.Duration {
+	left := l.validUntil.Sub(now)
+	if !l.wallUntil.IsZero() {
+		if wall, ok := clock.Wall(l.c.opts.Clock); ok {
+			left = min(left, l.wallUntil.Sub(wall))
+		}
+	}
+	return left
 }
 
 // Release ends the lease: it stops renewal and marks the record released

@@ -289,10 +289,11 @@ func (s *scheduler) markAsleep() {
 	s.mu.Unlock()
 }
 
-// due pops every lease of h due by now (s.mu held).
+// due pops every lease of h due by now, or all of them if now is zero
+// (s.mu held).
 func (s *scheduler) due(h *leaseHeap, now time.Time) []*Lease {
 	var out []*Lease
-	for len(h.l) > 0 && !h.at(0).After(now) {
+	for len(h.l) > 0 && (now.IsZero() || !h.at(0).After(now)) {
 		out = append(out, heap.Pop(h).(*Lease))
 	}
 	return out
@@ -323,31 +324,65 @@ func (s *scheduler) dueRenewals(now time.Time) []job {
 // watch ends every lease whose safe validity has run out. A lease renewed
 // since it was queued is queued again at its new validity end, so that a
 // renewal need not touch this heap.
+//
+// On a clock that reads the wall clock it also wakes at least every
+// clock.Recheck, and when the wall clock has jumped ahead of the holder's
+// clock since it last woke it checks every lease, since a forward step ends
+// leases early (see Lease.remaining).
 func (s *scheduler) watch() {
-	for s.sleep(&s.expiries, &s.expiryArmed, s.wakeExpiry) {
+	var h deadlines = &s.expiries
+	lastNow, lastWall, hasWall := s.clk.Now(), time.Time{}, false
+	if lastWall, hasWall = clock.Wall(s.clk); hasWall {
+		h = recheckDeadlines{&s.expiries, s.clk}
+	}
+	for s.sleep(h, &s.expiryArmed, s.wakeExpiry) {
 		now := s.clk.Now()
+		upTo := now.Add(expiryBatch)
+		if hasWall {
+			wall, _ := clock.Wall(s.clk)
+			moved := now.Sub(lastNow)
+			if wall.Sub(lastWall) > moved+moved/100+10*time.Millisecond {
+				upTo = time.Time{} // a forward step: every lease
+			}
+			lastNow, lastWall = now, wall
+		}
 		s.mu.Lock()
-		due := s.due(&s.expiries, now.Add(expiryBatch))
+		due := s.due(&s.expiries, upTo)
 		s.mu.Unlock()
 		for _, l := range due {
 			l.mu.Lock()
-			until, ended := l.validUntil, l.ended != nil
+			left, ended := l.remaining(s.clk.Now()), l.ended != nil
 			l.mu.Unlock()
 			if ended {
 				continue
 			}
-			if !until.After(s.clk.Now()) {
+			if left <= 0 {
 				l.end(fmt.Errorf("%w: lease %q: no renewal succeeded before its validity ended", ErrLeaseLost, l.c.key))
 				continue
 			}
 			s.mu.Lock()
 			if l.registered {
-				l.expireAt = until
+				l.expireAt = s.clk.Now().Add(left)
 				s.pushExpiry(l)
 			}
 			s.mu.Unlock()
 		}
 	}
+}
+
+// recheckDeadlines is a heap's deadlines, none later than clock.Recheck
+// from now.
+type recheckDeadlines struct {
+	h   *leaseHeap
+	clk clock.Clock
+}
+
+func (r recheckDeadlines) next() (time.Time, bool) {
+	t, ok := r.h.next()
+	if limit := r.clk.Now().Add(clock.Recheck); ok && limit.Before(t) {
+		t = limit
+	}
+	return t, ok
 }
 
 // dispatch hands every job of h that due (s.mu held) pops by now to a
@@ -476,7 +511,11 @@ type leaseHeap struct {
 }
 
 type heapEntry struct {
-	at int64 // deadline, Unix nanoseconds
+	// at is the deadline. Entries are ordered with Time.Before, which uses
+	// the monotonic readings where both times have one: a wall-clock step
+	// between two readings of time.Now moves their wall readings (UnixNano)
+	// apart but not their order.
+	at time.Time
 	l  *Lease
 }
 
@@ -503,7 +542,7 @@ func (h *leaseHeap) idx(l *Lease) *int {
 }
 
 func (h *leaseHeap) Len() int           { return len(h.l) }
-func (h *leaseHeap) Less(i, j int) bool { return h.l[i].at < h.l[j].at }
+func (h *leaseHeap) Less(i, j int) bool { return h.l[i].at.Before(h.l[j].at) }
 func (h *leaseHeap) Swap(i, j int) {
 	h.l[i], h.l[j] = h.l[j], h.l[i]
 	*h.idx(h.l[i].l), *h.idx(h.l[j].l) = i, j
@@ -511,7 +550,7 @@ func (h *leaseHeap) Swap(i, j int) {
 func (h *leaseHeap) Push(x any) {
 	l := x.(*Lease)
 	*h.idx(l) = len(h.l)
-	h.l = append(h.l, heapEntry{l.deadline(h.expiry).UnixNano(), l})
+	h.l = append(h.l, heapEntry{l.deadline(h.expiry), l})
 }
 func (h *leaseHeap) Pop() any {
 	n := len(h.l) - 1

@@ -77,3 +77,32 @@ func TestStoreClockFastTakeover(t *testing.T) {
 		t.Fatalf("%v, want held for 10.1 s without the store-clock rule", err)
 	}
 }
+
+// A store whose Date lies centuries from the record's Last-Modified tells
+// nothing about the record's age: the store-clock rule must not take over
+// (the age arithmetic once wrapped around, and the record of a holder with
+// 29.7 s left counted as expired at once); the observed-time rule decides.
+func TestStoreClockAbsurdSkewTakesNothingOver(t *testing.T) {
+	ctx := context.Background()
+	rule := func(o *objlease.Options) { o.StoreClock = &objlease.StoreClockRule{Margin: time.Second} }
+	start := time.Date(2030, 5, 5, 0, 0, 0, 0, time.UTC)
+	for _, skewed := range []time.Time{start.AddDate(-300, 0, 0), start.Add(-2 * time.Second), start.AddDate(300, 0, 0), start.AddDate(50, 0, 0)} {
+		skew := skewed.Sub(start) // saturates: for the message only
+		sc := &storeClock{now: start}
+		store := mem.New(mem.WithClock(sc.Now))
+		holder := newClient(t, store, "holder", clock.NewFake(epoch), func(o *objlease.Options) { o.TTL = 30 * time.Second })
+		l, err := holder.TryAcquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.mu.Lock()
+		sc.now = skewed
+		sc.mu.Unlock()
+		var he *objlease.HeldError
+		contender := newClient(t, store, "contender", clock.NewFake(epoch), rule, func(o *objlease.Options) { o.TTL = 30 * time.Second })
+		if _, err := contender.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != 30300*time.Millisecond {
+			t.Errorf("store Date %v (%v from Last-Modified): %v, want held for the observed-time rule's 30.3 s", skewed, skew, err)
+		}
+		l.Release(ctx)
+	}
+}

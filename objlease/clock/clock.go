@@ -1,6 +1,23 @@
 // Package clock is the time source of the lease protocol. The protocol only
 // ever measures durations on one machine's clock, so a Clock needs no relation
 // to any other machine's; tests use Fake so that expiry never waits for real.
+//
+// A machine has three clocks, and each fails the protocol differently:
+//
+//   - Go's monotonic reading (the one time.Now carries) never steps, but on
+//     Linux it is CLOCK_MONOTONIC, which stops while the machine is
+//     suspended: a holder that measured its lease on it would wake from a
+//     suspend believing no time had passed.
+//   - A clock that counts suspend (Linux CLOCK_BOOTTIME) does not have that
+//     fault.
+//   - The wall clock counts everything but can be stepped by NTP or an
+//     operator, forward or back.
+//
+// Real measures on the first two, whichever has advanced more, so that its
+// readings never step and count the time a machine was suspended. A holder
+// also checks the wall clock (see Wall): a forward step only ends its lease
+// early; a backward one never extends it. A contender never uses the wall
+// clock, since a forward step would make it take over early.
 package clock
 
 import (
@@ -9,9 +26,8 @@ import (
 	"time"
 )
 
-// Clock tells the time and makes timers. Real time values carry Go's
-// monotonic reading, so differences between them are immune to wall-clock
-// steps.
+// Clock tells the time and makes timers. Only differences and order of its
+// readings matter; they need not relate to any other machine's.
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer
@@ -24,18 +40,143 @@ type Timer interface {
 	Stop() bool
 }
 
-// Real returns the machine's clock.
-func Real() Clock { return realClock{} }
+// Waller is implemented by clocks that can also read the machine's wall
+// clock, which a holder uses only to end a lease early when the wall clock
+// jumps forward.
+type Waller interface {
+	Wall() time.Time
+}
 
-type realClock struct{}
+// Wall returns c's wall-clock reading, if c has one.
+func Wall(c Clock) (time.Time, bool) {
+	if w, ok := c.(Waller); ok {
+		return w.Wall(), true
+	}
+	return time.Time{}, false
+}
 
-func (realClock) Now() time.Time                 { return time.Now() }
-func (realClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+// Source is what one machine's clocks read, for FromSource.
+type Source interface {
+	// Mono is Go's monotonic clock: elapsed time since an origin of the
+	// source's, not counting time suspended where the platform does not.
+	Mono() time.Duration
+	// Boot is elapsed time since the same origin counting time suspended,
+	// or Mono where the platform has no such clock.
+	Boot() time.Duration
+	// Wall is the wall clock, which may be stepped.
+	Wall() time.Time
+	// AfterFunc calls f in its own goroutine after d on the monotonic
+	// clock, unless stop (which reports whether it prevented the call) is
+	// called first.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
 
-type realTimer struct{ t *time.Timer }
+// Recheck is the longest a timer of a clock made by FromSource sleeps
+// before it compares its deadline with the clock again: a deadline passed
+// while the machine was suspended, which a monotonic timer does not see,
+// fires within Recheck of the machine waking up.
+const Recheck = time.Second
 
-func (t realTimer) C() <-chan time.Time { return t.t.C }
-func (t realTimer) Stop() bool          { return t.t.Stop() }
+// FromSource returns a Clock whose reading advances with whichever of
+// src's monotonic and boot clocks has advanced more since it was made, so
+// that it never steps and counts suspend, and that reports src's wall
+// clock as its Wall. Its readings start at origin.
+func FromSource(src Source, origin time.Time) Clock {
+	return &sourceClock{src: src, origin: origin, mono0: src.Mono(), boot0: src.Boot()}
+}
+
+type sourceClock struct {
+	src          Source
+	origin       time.Time
+	mono0, boot0 time.Duration
+
+	mu   sync.Mutex
+	last time.Duration // elapsed readings never go back
+}
+
+func (c *sourceClock) Now() time.Time {
+	e := max(c.src.Mono()-c.mono0, c.src.Boot()-c.boot0)
+	c.mu.Lock()
+	e = max(e, c.last)
+	c.last = e
+	c.mu.Unlock()
+	return c.origin.Add(e)
+}
+
+func (c *sourceClock) Wall() time.Time { return c.src.Wall() }
+
+// NewTimer fires once Now has advanced by d, checking at least every
+// Recheck.
+func (c *sourceClock) NewTimer(d time.Duration) Timer {
+	t := &sourceTimer{clk: c, at: c.Now().Add(d), c: make(chan time.Time, 1)}
+	t.mu.Lock()
+	t.arm()
+	t.mu.Unlock()
+	return t
+}
+
+type sourceTimer struct {
+	clk *sourceClock
+	at  time.Time
+	c   chan time.Time
+
+	mu      sync.Mutex
+	disarm  func() bool // stops the pending arm
+	fired   bool
+	stopped bool
+}
+
+// arm fires t if its deadline has passed, else sleeps on the source until
+// the deadline or Recheck, whichever comes first (t.mu held).
+func (t *sourceTimer) arm() {
+	now := t.clk.Now()
+	left := t.at.Sub(now)
+	if left <= 0 {
+		t.fired = true
+		t.c <- now
+		return
+	}
+	t.disarm = t.clk.src.AfterFunc(min(left, Recheck), func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if !t.stopped && !t.fired {
+			t.arm()
+		}
+	})
+}
+
+func (t *sourceTimer) C() <-chan time.Time { return t.c }
+
+func (t *sourceTimer) Stop() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || t.fired {
+		return false
+	}
+	t.stopped = true
+	t.disarm()
+	return true
+}
+
+// Real returns the machine's clock (see the package doc): it counts time
+// suspended where the platform can tell (Linux CLOCK_BOOTTIME, macOS
+// CLOCK_MONOTONIC; on Windows Go's own monotonic reading already does) and
+// never steps; its Wall is time.Now's wall reading.
+func Real() Clock { return realClock }
+
+var realClock = FromSource(osSource{}, time.Now())
+
+// osSource reads this machine's clocks.
+type osSource struct{}
+
+var processStart = time.Now()
+
+func (osSource) Mono() time.Duration { return time.Since(processStart) }
+func (osSource) Boot() time.Duration { return bootTime() }
+func (osSource) Wall() time.Time     { return time.Now().Round(0) }
+func (osSource) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
 
 // Fake is a manually advanced clock. Timers fire, in deadline order, when
 // Advance moves the time past their deadline. It is safe for concurrent use.
