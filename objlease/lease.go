@@ -178,11 +178,23 @@ func (l *Lease) Err() error {
 // after the check: writes must still carry the token.
 func (l *Lease) ValidFor() time.Duration {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.ended != nil || l.ctx.Err() != nil {
+		l.mu.Unlock()
 		return 0
 	}
-	return l.remaining(l.c.opts.Clock.Now())
+	left := l.remaining(l.c.opts.Clock.Now())
+	l.mu.Unlock()
+	if left <= 0 {
+		// Seen over: the lease ends now rather than when its watcher
+		// wakes, so that it cannot be renewed back to life.
+		l.end(errValidityEnded(l.c.key))
+	}
+	return left
+}
+
+// errValidityEnded is why a lease whose safe validity ran out ends.
+func errValidityEnded(key string) error {
+	return fmt.Errorf("%w: lease %q: no renewal succeeded before its validity ended", ErrLeaseLost, key)
 }
 
 // end records why the lease ended and cancels its context, once.
@@ -267,6 +279,13 @@ func (l *Lease) renew(ctx context.Context) error {
 		return err
 	}
 	l.mu.Lock()
+	if l.ended == nil && l.remaining(l.c.opts.Clock.Now()) <= 0 {
+		// The validity ran out (by any of the holder's clocks) before the
+		// reply came: the lease is over, whatever the store now holds.
+		l.mu.Unlock()
+		l.end(errValidityEnded(l.c.key))
+		l.mu.Lock()
+	}
 	defer l.mu.Unlock()
 	if l.ended != nil {
 		return l.ended

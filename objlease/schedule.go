@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -357,7 +356,7 @@ func (s *scheduler) watch() {
 				continue
 			}
 			if left <= 0 {
-				l.end(fmt.Errorf("%w: lease %q: no renewal succeeded before its validity ended", ErrLeaseLost, l.c.key))
+				l.end(errValidityEnded(l.c.key))
 				continue
 			}
 			s.mu.Lock()

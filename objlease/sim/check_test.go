@@ -42,12 +42,13 @@ const (
 	vLateLost       = "own write landed but the lease was reported lost"
 	vShardOverlap   = "two workers' Work for one shard at once"
 	vShardBack      = "shard output accepted a lower token"
+	vContextLate    = "a lease's context outlived its validity"
 	overlapSlack    = time.Microsecond // float rounding in clock conversions
 	maxHistoryCheck = 4000             // operations; bounds the linearizability search
 )
 
 // allKinds lists the kinds in the order reports give them.
-var allKinds = []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vLeaders, vNotLinear, vCommittedGone, vRecordFenced, vMisreported, vLateLost, vShardOverlap, vShardBack}
+var allKinds = []string{vRegisterBack, vCommitBack, vRecordBack, vTokenTwice, vOverlap, vLeaders, vNotLinear, vCommittedGone, vRecordFenced, vMisreported, vLateLost, vShardOverlap, vShardBack, vContextLate}
 
 // check runs every check on a finished run.
 //
@@ -279,9 +280,11 @@ func (w *world) check() []violation {
 	// because someone else wrote: the record's last write before then is
 	// not the holder's own. (A refusal the fault injector made up is
 	// indistinguishable from a real one; it is not counted. Nor are
-	// processes that share a holder name: their writes look alike.)
+	// processes that share a holder name: their writes look alike. Nor a
+	// lease its holder's wall clock, stepped forward, ended early.)
 	for _, e := range w.epochs {
-		if e.elector || w.cfg.sharedRand || !errors.Is(e.lost, objlease.ErrLeaseLost) || errors.Is(e.lost, faulty.ErrInjected) || e.ended < 0 || e.ended+time.Millisecond >= e.to {
+		if e.elector || w.cfg.sharedRand || !errors.Is(e.lost, objlease.ErrLeaseLost) || errors.Is(e.lost, faulty.ErrInjected) || e.ended < 0 || e.ended+time.Millisecond >= e.to ||
+			w.procs[e.proc].clock.steppedAhead(e.from, e.ended) {
 			continue
 		}
 		var last *applied
@@ -300,6 +303,13 @@ func (w *world) check() []violation {
 				leaseKey(e.lease), e.proc, e.token, e.ended, e.to-e.ended, e.lost, at(last.at))
 		}
 	}
+
+	// A lease's context ends when its validity does.
+	w.mu.Lock()
+	for _, msg := range w.lateContexts {
+		add(vContextLate, 0, "%s", msg)
+	}
+	w.mu.Unlock()
 
 	// What was committed is there.
 	ctx := context.Background()

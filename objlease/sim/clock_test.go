@@ -3,19 +3,29 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/objlease/clock/clocktest"
 )
 
-// driftClock is one process's clock. Its rate against simulated real time
-// (the bubble's clock) changes from segment to segment but always stays in
-// [1 − b, 1 + b]; its reading starts far from every other clock's, since
-// the protocol must not care. Segments are drawn lazily from the clock's
-// own generator, in order, so the clock depends only on its seed.
+// driftClock is one process's machine. Its boot clock's rate against
+// simulated real time (the bubble's clock) changes from segment to segment
+// but always stays in [1 − b, 1 + b]; its reading starts far from every
+// other clock's, since the protocol must not care. Segments are drawn
+// lazily from the clock's own generator, in order, so the clock depends
+// only on its seed.
+//
+// Its kind (see machineKind) says what the library is given: the boot
+// clock itself (plain), the readings Go's time.Now gives on this machine
+// (goNow: a wall reading that steps by up to an hour, a monotonic reading
+// that does not), or the clock the library builds from the machine's
+// three clocks (fromSource: the same steps, and suspends, during which the
+// monotonic clock stops).
 type driftClock struct {
 	mu     sync.Mutex
 	rnd    *rand.Rand
@@ -23,7 +33,31 @@ type driftClock struct {
 	origin time.Time // real time at which the clock reads base
 	base   time.Time
 	segs   []segment
+
+	kind     machineKind
+	machRnd  *rand.Rand  // suspends; steps are drawn up front
+	steps    []wallStep  // the wall clock's offset from base + boot reading, from a real offset on
+	suspends []realSpan  // real offsets during which the monotonic clock stood
+	lib      clock.Clock // what the library is given
 }
+
+// machineKind: see driftClock.
+type machineKind int
+
+const (
+	plain machineKind = iota
+	goNow
+	fromSource
+)
+
+func (k machineKind) String() string { return [...]string{"plain", "time.Now", "FromSource"}[k] }
+
+// realSpan is [from, to) in real offsets since the clock's origin.
+type realSpan struct{ from, to time.Duration }
+
+// maxWallStep bounds the machine's wall-clock steps: an hour, either way,
+// as `date -s` or NTP after a long outage makes.
+const maxWallStep = time.Hour
 
 // segment: from real offset real (since origin), the clock reads
 // base + local and runs at rate.
@@ -32,10 +66,26 @@ type segment struct {
 	rate        float64
 }
 
-func newDriftClock(rnd *rand.Rand, bound float64, origin time.Time) *driftClock {
+func newDriftClock(rnd *rand.Rand, bound float64, origin time.Time, kind machineKind, seed uint64) *driftClock {
 	c := &driftClock{rnd: rnd, bound: bound, origin: origin,
-		base: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rnd.Int64N(int64(10000 * time.Hour))))}
+		base: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rnd.Int64N(int64(10000 * time.Hour)))),
+		kind: kind, machRnd: rand.New(rand.NewPCG(seed, 0x5eed))}
 	c.segs = []segment{{rate: c.drawRate()}}
+	c.steps = []wallStep{{0, 0}}
+	if kind != plain {
+		for at := time.Duration(0); at < time.Hour; {
+			at += 5*time.Second + time.Duration(c.machRnd.Int64N(int64(time.Minute)))
+			c.steps = append(c.steps, wallStep{at, time.Duration(c.machRnd.Int64N(int64(2*maxWallStep))) - maxWallStep})
+		}
+	}
+	switch kind {
+	case plain:
+		c.lib = c
+	case goNow:
+		c.lib = goNowClock{c}
+	case fromSource:
+		c.lib = clock.FromSource(c, c.base)
+	}
 	return c
 }
 
@@ -120,6 +170,115 @@ func (c *driftClock) realEnd(now time.Time, d time.Duration) time.Time {
 	return c.origin.Add(c.realAt(c.localAt(r) + d))
 }
 
+// Boot implements clock.Source: the drifting clock, which counts suspend.
+func (c *driftClock) Boot() time.Duration { return c.localAt(time.Since(c.origin)) }
+
+// Mono implements clock.Source: Boot less the time suspended.
+func (c *driftClock) Mono() time.Duration {
+	r := time.Since(c.origin)
+	return c.localAt(r) - c.suspendedBy(r)
+}
+
+// suspendedBy is how much the boot clock advanced while suspended, up to
+// real offset r.
+func (c *driftClock) suspendedBy(r time.Duration) time.Duration {
+	c.mu.Lock()
+	spans := slices.Clone(c.suspends)
+	c.mu.Unlock()
+	var d time.Duration
+	for _, s := range spans {
+		if s.from < r {
+			d += c.localAt(min(r, s.to)) - c.localAt(s.from)
+		}
+	}
+	return d
+}
+
+// Wall implements clock.Source: the boot clock plus the step in force.
+func (c *driftClock) Wall() time.Time {
+	r := time.Since(c.origin)
+	i, _ := slices.BinarySearchFunc(c.steps, r, func(s wallStep, r time.Duration) int {
+		if s.from <= r {
+			return -1
+		}
+		return 1
+	})
+	return c.base.Add(c.localAt(r) + c.steps[max(i-1, 0)].offset)
+}
+
+// AfterFunc implements clock.Source: f runs once the monotonic clock has
+// advanced by d (a suspend meanwhile delays it).
+func (c *driftClock) AfterFunc(d time.Duration, f func()) func() bool {
+	target := c.Mono() + d
+	var mu sync.Mutex
+	var t *time.Timer
+	stopped := false
+	var arm func()
+	arm = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		r := time.Since(c.origin)
+		left := target - (c.localAt(r) - c.suspendedBy(r))
+		if left <= 0 {
+			stopped = true
+			go f()
+			return
+		}
+		t = time.AfterFunc(max(c.realAt(c.localAt(r)+left)-r, 1), arm)
+	}
+	arm()
+	return func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		was := !stopped
+		stopped = true
+		if t != nil {
+			t.Stop()
+		}
+		return was
+	}
+}
+
+// suspend stops the monotonic clock for d of real time from now (the
+// process is paused meanwhile by its caller). Only a fromSource machine
+// is ever suspended, with chance one half per pause: a clock that cannot
+// count suspend (goNow, plain) is unsafe across one by construction.
+func (c *driftClock) maybeSuspend(d time.Duration) bool {
+	if c.kind != fromSource {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.machRnd.IntN(2) == 0 {
+		return false
+	}
+	r := time.Since(c.origin)
+	c.suspends = append(c.suspends, realSpan{r, r + d})
+	return true
+}
+
+// steppedAhead reports whether the wall clock stepped forward within real
+// offsets (from, to]: a holder's lease then ends early, by design.
+func (c *driftClock) steppedAhead(from, to time.Duration) bool {
+	for i, s := range c.steps[1:] {
+		if s.from > from && s.from <= to && s.offset > c.steps[i].offset {
+			return true
+		}
+	}
+	return false
+}
+
+// goNowClock is time.Now on a driftClock's machine: readings whose wall
+// reading steps and whose monotonic reading does not, and monotonic
+// timers.
+type goNowClock struct{ c *driftClock }
+
+func (g goNowClock) Now() time.Time                       { return clocktest.GoTime(g.c.Wall(), g.c.Mono()) }
+func (g goNowClock) NewTimer(d time.Duration) clock.Timer { return g.c.NewTimer(d) }
+
 type driftTimer struct{ t *time.Timer }
 
 func (t driftTimer) C() <-chan time.Time { return t.t.C }
@@ -131,7 +290,7 @@ func TestDriftClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const b = 0.1
 		r := rand.New(rand.NewPCG(1, 2))
-		c := newDriftClock(rand.New(rand.NewPCG(3, 4)), b, time.Now())
+		c := newDriftClock(rand.New(rand.NewPCG(3, 4)), b, time.Now(), plain, 0)
 		rates := map[bool]int{}
 		for range 2000 {
 			from := time.Duration(r.Int64N(int64(time.Hour)))

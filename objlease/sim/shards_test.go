@@ -103,7 +103,7 @@ func (w *world) addGroup(dir string) error {
 		p := &proc{w: w, id: i, worker: true,
 			rnd:     rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
 			gateRnd: rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
-			clock:   newDriftClock(rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), cfg.drift, w.start),
+			clock:   newProcClock(r, cfg, w.start),
 			root:    roots[i%len(roots)],
 		}
 		var err error
@@ -128,7 +128,7 @@ func (p *proc) work(wg *sync.WaitGroup) {
 	for n := 0; w.now() < w.cfg.duration; n++ {
 		inc := &incarnation{n: n}
 		inc.store = &gateStore{Store: p.faults[0], raw: p.root, p: p, calm: &w.calm, dead: &inc.dead}
-		opts := objlease.Options{TTL: w.cfg.ttl, DriftBound: w.cfg.drift, Clock: p.clock,
+		opts := objlease.Options{TTL: w.cfg.ttl, DriftBound: w.cfg.drift, Clock: p.clock.lib,
 			Rand: rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))}
 		if w.cfg.storeClock {
 			opts.StoreClock = &objlease.StoreClockRule{}

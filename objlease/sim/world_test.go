@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/objlease/election"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
@@ -35,20 +36,21 @@ type config struct {
 	maxPause             time.Duration
 	unfenced             bool // protected writes skip the token check
 
-	model      string  // the store model (models_test.go)
-	electors   int     // processes that campaign with election.Elector instead
-	force      bool    // a third of the processes use Options.Force
-	sharedRand bool    // processes pair up with identically seeded Options.Rand and one holder name
-	operator   float64 // operator actions a minute: hand deletes, tampering
-	acts       acts    // which actions the operator takes
-	misdirect  bool    // now and then a holder fences a write at its lease's own key
-	workers    int     // worker processes of the shard group (shards_test.go); 0: no group
-	shards     int     // the group's shards
+	model      string      // the store model (models_test.go)
+	electors   int         // processes that campaign with election.Elector instead
+	force      bool        // a third of the processes use Options.Force
+	sharedRand bool        // processes pair up with identically seeded Options.Rand and one holder name
+	operator   float64     // operator actions a minute: hand deletes, tampering
+	acts       acts        // which actions the operator takes
+	misdirect  bool        // now and then a holder fences a write at its lease's own key
+	workers    int         // worker processes of the shard group (shards_test.go); 0: no group
+	shards     int         // the group's shards
+	machines   machineKind // what each process's clock is (clock_test.go)
 }
 
 func (c config) String() string {
-	return fmt.Sprintf("seed %d: store %s, %d clients (%d electors), %d leases, TTL %v, drift ±%.0f%%, store clock %v, faults ×%.1f, pauses %.3f/%.2f up to %v, force %v, shared rand %v, operator %.0f/min (%b), misdirected puts %v, unfenced %v, shard group %d workers %d shards",
-		c.seed, c.model, c.clients, c.electors, c.leases, c.ttl, c.drift*100, c.storeClock, c.faults, c.pauseAny, c.pauseCheck, c.maxPause, c.force, c.sharedRand, c.operator, c.acts, c.misdirect, c.unfenced, c.workers, c.shards)
+	return fmt.Sprintf("seed %d: store %s, %d clients (%d electors), %d leases, TTL %v, drift ±%.0f%%, store clock %v, faults ×%.1f, pauses %.3f/%.2f up to %v, force %v, shared rand %v, operator %.0f/min (%b), misdirected puts %v, unfenced %v, shard group %d workers %d shards, clocks %v",
+		c.seed, c.model, c.clients, c.electors, c.leases, c.ttl, c.drift*100, c.storeClock, c.faults, c.pauseAny, c.pauseCheck, c.maxPause, c.force, c.sharedRand, c.operator, c.acts, c.misdirect, c.unfenced, c.workers, c.shards, c.machines)
 }
 
 func configFor(seed uint64) config {
@@ -75,7 +77,14 @@ func configFor(seed uint64) config {
 	c.acts = allActs
 	c.misdirect = r.IntN(8) == 0
 	groupShape(&c)
+	c.machines = machineKind(r.IntN(3))
 	return c
+}
+
+// newProcClock draws a process's clock from r: two values, as always.
+func newProcClock(r *rand.Rand, cfg config, start time.Time) *driftClock {
+	a, b := r.Uint64(), r.Uint64()
+	return newDriftClock(rand.New(rand.NewPCG(a, b)), cfg.drift, start, cfg.machines, a^b)
 }
 
 // Keys of lease k and of what it protects.
@@ -155,6 +164,9 @@ type world struct {
 	ops    map[string]int64
 	opsAt  int // trace lines before the run wound down
 	terms  []*term
+	// lateContexts: leases whose context outlived ValidFor by more than
+	// contextSlack.
+	lateContexts []string
 }
 
 // releaseOp is one release and what it reported.
@@ -237,9 +249,7 @@ func (p *proc) maybePause() {
 	defer p.mu.Unlock()
 	now := time.Now()
 	if p.gateRnd.Float64() < p.w.cfg.pauseAny && !now.Before(p.pausedUntil) && !p.w.calm.Load() {
-		p.pausedUntil = now.Add(time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
-		p.waiters = 0
-		p.w.count("process paused")
+		p.startPause(now, time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
 	}
 }
 
@@ -258,20 +268,38 @@ func (p *proc) maybePauseAfterCheck(op, key string) {
 	}
 	now := time.Now()
 	if last == key && p.gateRnd.Float64() < p.w.cfg.pauseCheck/2 && !now.Before(p.pausedUntil) && !p.w.calm.Load() {
-		p.pausedUntil = now.Add(time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
-		p.waiters = 0
-		p.w.count("process paused")
+		p.startPause(now, time.Duration(p.gateRnd.Int64N(int64(p.w.cfg.maxPause))))
 	}
 }
 
 // pause freezes the process for d from now.
 func (p *proc) pause(d time.Duration) {
 	p.mu.Lock()
-	p.pausedUntil = time.Now().Add(d)
-	p.waiters = 0
+	suspended := p.startPause(time.Now(), d)
 	p.mu.Unlock()
+	what := "paused"
+	if suspended {
+		what = "suspended"
+	}
+	p.w.logf(p, "%s for %v", what, d)
+}
+
+// startPause pauses the process from now for d (p.mu held). On a machine
+// whose clock is built from its clocks (fromSource), the pause of a
+// plain holder is a suspend to RAM half the time: its monotonic clock
+// stands meanwhile. A holder checks ValidFor, which knows at once on
+// waking; an elector's callback and a shard's Work go by the lease's
+// context, which ends within clock.Recheck of waking, a window only
+// fencing covers, so they are not suspended.
+func (p *proc) startPause(now time.Time, d time.Duration) (suspended bool) {
+	p.pausedUntil = now.Add(d)
+	p.waiters = 0
 	p.w.count("process paused")
-	p.w.logf(p, "paused for %v", d)
+	if !p.worker && p.id >= p.w.cfg.electors && p.clock.maybeSuspend(d) {
+		p.w.count("process suspended")
+		return true
+	}
+	return false
 }
 
 // awaitRunning blocks while the process is paused. Goroutines that waited
@@ -307,6 +335,9 @@ func (p *proc) opCtx() (context.Context, context.CancelFunc) {
 // until when its ValidFor says it will.
 func (p *proc) claim() time.Duration {
 	v := p.lease.ValidFor()
+	if v <= 0 {
+		p.w.watchContext(p, p.lease)
+	}
 	if v > 0 {
 		now := time.Now()
 		end := p.clock.realEnd(now, v).Sub(p.w.start)
@@ -316,6 +347,70 @@ func (p *proc) claim() time.Duration {
 		p.w.mu.Unlock()
 	}
 	return v
+}
+
+// contextSlack is how long after ValidFor reads zero a lease's context
+// may still be live: its validity watcher wakes at least every
+// clock.Recheck on a clock with a wall reading, and exactly at the
+// validity's end on others.
+const contextSlack = clock.Recheck + 10*time.Millisecond
+
+// watchContext checks that the context of l, whose ValidFor has just read
+// zero, ends within contextSlack. It runs in a goroutine of its own, not
+// the process's: it observes, and pauses nothing.
+func (w *world) watchContext(p *proc, l *objlease.Lease) {
+	if l.Context().Err() != nil {
+		return
+	}
+	from := w.now()
+	go func() {
+		t := time.NewTimer(contextSlack)
+		defer t.Stop()
+		select {
+		case <-l.Done():
+		case <-t.C:
+			w.mu.Lock()
+			w.lateContexts = append(w.lateContexts, fmt.Sprintf("%s: p%d's lease (token %d) read ValidFor zero at %v, and its context was still live %v later",
+				l.Key(), p.id, l.Token(), from, contextSlack))
+			w.mu.Unlock()
+		}
+	}()
+}
+
+// keepOwnLease holds, for the whole run, a lease no other process wants,
+// with a TTL three times the run's: beside the process's contended lease,
+// it gives its scheduler deadlines of two kinds to keep in order, which a
+// wall-clock step must not upset. Its own context is checked like any
+// other's.
+func (p *proc) keepOwnLease(wg *sync.WaitGroup) {
+	defer wg.Done()
+	w := p.w
+	opts := p.opts[0]
+	opts.TTL, opts.RenewInterval, opts.PollInterval, opts.Force = 3*w.cfg.ttl, 0, 0, false
+	opts.Rand = rand.New(rand.NewPCG(uint64(p.id), 0x0e1))
+	c, err := objlease.New(p.store, fmt.Sprintf("own/p%d", p.id), opts)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for w.now() < w.cfg.duration {
+		actx, cancel := context.WithTimeout(ctx, w.cfg.duration-w.now())
+		l, err := c.Acquire(actx)
+		cancel()
+		if err != nil {
+			p.sleep(time.Second)
+			continue
+		}
+		for w.now() < w.cfg.duration && l.Context().Err() == nil {
+			p.sleep(time.Second)
+			if l.ValidFor() <= 0 {
+				w.watchContext(p, l)
+			}
+		}
+		rctx, cancel := p.opCtx()
+		_ = l.Release(rctx)
+		cancel()
+	}
 }
 
 // sleep waits d of real time, then for the end of any pause.
@@ -773,7 +868,7 @@ func newWorld(cfg config, dir string) (*world, error) {
 			rnd:     rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
 			cbRnd:   rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
 			gateRnd: rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
-			clock:   newDriftClock(rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), cfg.drift, w.start),
+			clock:   newProcClock(r, cfg, w.start),
 			target:  r.IntN(cfg.leases),
 		}
 		root := roots[i%len(roots)]
@@ -797,7 +892,7 @@ func newWorld(cfg config, dir string) (*world, error) {
 		force := cfg.force && i%3 == 0
 		for k := range w.nkeys {
 			opts := objlease.Options{TTL: cfg.ttl, DriftBound: cfg.drift, Holder: holder,
-				Clock: p.clock, Rand: rand.New(rand.NewPCG(seeds[2*k], seeds[2*k+1])), Force: force}
+				Clock: p.clock.lib, Rand: rand.New(rand.NewPCG(seeds[2*k], seeds[2*k+1])), Force: force}
 			if cfg.storeClock {
 				opts.StoreClock = &objlease.StoreClockRule{}
 			}
@@ -832,6 +927,10 @@ func (w *world) run() {
 	for _, p := range w.procs {
 		wg.Add(1)
 		go p.run(&wg)
+		if w.cfg.machines != plain && p.id >= w.cfg.electors {
+			wg.Add(1)
+			go p.keepOwnLease(&wg)
+		}
 	}
 	for _, p := range w.workers {
 		wg.Add(1)
