@@ -39,7 +39,15 @@
 // own name is resolved first, so a write through it takes the lock beside
 // the file it points at and replaces that file, not the link. Hard links
 // are not recognised: a second name for the same file is another object,
-// and the first write through either name separates them. Taking the lock honours the
+// and the first write through either name separates them.
+//
+// Paths, the store's directory's as much as those below it, are resolved
+// as open(2) resolves them, never cleaned as text: a ".." after a symbolic
+// link is the parent of the link's target. With /srv/link pointing at
+// data/sub, file:///srv/link/../k is the file /srv/data/k, the very object
+// file:///srv/data/k names, with the same lock.
+//
+// Taking the lock honours the
 // context: it is tried without blocking and retried with a short backoff
 // until the context ends. Delete removes the lock file while holding it; a
 // writer that then gets the lock on the removed file notices and starts
@@ -143,8 +151,9 @@ func init() { providers.Register("file", open) }
 // Store keeps objects in a directory. It is safe for concurrent use by
 // goroutines and by processes sharing the directory.
 type Store struct {
-	root  string           // absolute
-	real  string           // root with symbolic links resolved
+	// root is the directory's absolute path as given, never cleaned:
+	// resolve gives the directory the kernel takes it to be.
+	root  string
 	now   func() time.Time // the writer's clock, for LastModified
 	crash func(stage string)
 }
@@ -166,27 +175,41 @@ func New(root string, opts ...Option) (*providers.Bucket, error) {
 }
 
 func newStore(root string, opts ...Option) (*Store, error) {
-	abs, err := filepath.Abs(root)
+	s, err := openRoot(root, true)
 	if err != nil {
-		return nil, fmt.Errorf("file store root %q: %w", root, err)
+		return nil, err
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return nil, fmt.Errorf("file store root: %w", err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("file store root %q is not a directory", abs)
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("file store root: %w", err)
-	}
-	s := &Store{root: abs, real: real, now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
 	return s, nil
 }
+
+// openRoot returns a store on the directory root, which must exist if
+// mustExist is set. A relative root is taken from the working directory;
+// root is not cleaned, since "l/.." is not "." where l is a symbolic link.
+func openRoot(root string, mustExist bool) (*Store, error) {
+	abs := root
+	if !filepath.IsAbs(root) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("file store root %q: %w", root, err)
+		}
+		abs = join(wd, root)
+	}
+	s := &Store{root: abs, now: time.Now}
+	fi, err := os.Stat(s.dir())
+	switch {
+	case err == nil && !fi.IsDir():
+		return nil, fmt.Errorf("file store root %q is not a directory", root)
+	case err != nil && (mustExist || !absent(err)):
+		return nil, fmt.Errorf("file store root: %w", err)
+	}
+	return s, nil
+}
+
+// dir is the store's directory as the kernel resolves its path now.
+func (s *Store) dir() string { return resolve(s.root) }
 
 func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	const want = "want file:///absolute/dir/key or file:///absolute/dir/"
@@ -199,15 +222,17 @@ func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 		return nil, "", fmt.Errorf("%w %q: no path; %s", providers.ErrBadURL, u.Redacted(), want)
 	}
 	root, key := path.Split(u.Path)
-	// Created here so that file://$PWD/.leases/nightly works the first time.
+	// A missing directory is no error: it reads as empty, and the first
+	// write creates it, so that file://$PWD/.leases/nightly works the
+	// first time. Opening writes nothing.
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, "", fmt.Errorf("file store root: %w", err)
 	}
-	s, err := New(root)
+	s, err := openRoot(root, false)
 	if err != nil {
 		return nil, "", err
 	}
-	return s, key, nil
+	return providers.NewBucket(s), key, nil
 }
 
 // CheckKey implements providers.KeyChecker: keys are paths below the
@@ -269,59 +294,127 @@ func (s *Store) files(op, key string) (paths, error) {
 	if why := checkKey(key); why != "" {
 		return paths{}, providers.Wrap(op, key, fmt.Errorf("%w: %s", providers.ErrInvalidKey, why), nil)
 	}
-	p := filepath.Join(s.root, filepath.FromSlash(key))
+	var p string
 	if safeguards.PathLock.Load() {
-		p = resolve(p)
+		p = resolve(join(s.root, key))
+	} else {
+		p = join(s.dir(), key)
 	}
-	dir, name := filepath.Split(p)
-	dir = filepath.Clean(dir)
+	dir, name := split(p)
 	sum := sha256.Sum256([]byte(key))
 	return paths{
 		key:        key,
 		dir:        dir,
 		data:       p,
-		attrs:      filepath.Join(dir, aux("attrs", name)),
-		lock:       filepath.Join(dir, aux("lock", name)),
-		pending:    filepath.Join(dir, aux("pending", name)),
-		attrsNew:   filepath.Join(dir, aux("attrs-new", name)),
-		legacyLock: filepath.Join(s.root, lockDir, hex.EncodeToString(sum[:])),
+		attrs:      join(dir, aux("attrs", name)),
+		lock:       join(dir, aux("lock", name)),
+		pending:    join(dir, aux("pending", name)),
+		attrsNew:   join(dir, aux("attrs-new", name)),
+		legacyLock: join(join(s.dir(), lockDir), hex.EncodeToString(sum[:])),
 	}, nil
 }
 
-// resolve returns p with symbolic links resolved, including a last one
-// that points at a file not yet created, so that every path to a file
-// yields the same directory and name, and with them the same lock.
-func resolve(p string) string {
-	for range 40 { // as many links as Linux follows
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r
-		}
-		dir, name := filepath.Split(p)
-		if r, err := filepath.EvalSymlinks(dir); err == nil {
-			p = filepath.Join(r, name)
-		}
-		target, err := os.Readlink(p)
-		if err != nil {
-			return p // not a link: p does not exist yet
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(p), target)
-		}
-		p = target
+// Paths are only ever resolved by resolve, the way the kernel resolves
+// them, never cleaned as text: where "l" is a symbolic link to "a/b",
+// "l/.." is "a", while filepath.Clean would make it ".". join and split
+// therefore leave the text of a path alone.
+
+// join is dir/name, without cleaning.
+func join(dir, name string) string {
+	switch {
+	case name == "":
+		return dir
+	case strings.HasSuffix(dir, "/"):
+		return dir + name
 	}
-	return p
+	return dir + "/" + name
+}
+
+// split divides p at its last '/' into directory and name, without
+// cleaning.
+func split(p string) (dir, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "/", p // paths here are absolute
+	}
+	dir, name = p[:i], p[i+1:]
+	if dir == "" {
+		dir = "/"
+	}
+	return dir, name
+}
+
+// maxLinks is how many symbolic links Linux follows in one path.
+const maxLinks = 40
+
+// resolve returns the absolute path p as open(2) resolves it: a symbolic
+// link is replaced by its target where it stands, and ".." is the parent
+// of the directory reached so far, after the links before it are followed
+// (for a link "l" to "a/b", "l/.." is "a", not the directory holding "l").
+// As far as p exists, the result names the same file without links or dot
+// segments. From the first name that does not exist, that is not a
+// directory while more follows, or that is one link too many, the rest of
+// p is kept as written, so that the kernel makes of it what it makes of p
+// (and, once the directories are created, the same file). A last name
+// that is a link to a file not yet created yields that file: every path
+// to a file yields the same directory and name, and with them the same
+// lock.
+func resolve(p string) string {
+	done, todo, links := "/", p, 0
+	for todo != "" {
+		var c string
+		c, todo, _ = strings.Cut(todo, "/")
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			// done is a directory with no link in its path: its parent
+			// is the one the kernel finds.
+			done = filepath.Dir(done)
+			continue
+		}
+		next := join(done, c)
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 && !fi.IsDir() && strings.Trim(todo, "/") != "" {
+			return strings.TrimRight(join(next, todo), "/")
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		target, err := os.Readlink(next)
+		if links++; err != nil || links > maxLinks {
+			return strings.TrimRight(join(next, todo), "/")
+		}
+		if filepath.IsAbs(target) {
+			done = "/"
+		}
+		todo = join(target, todo)
+	}
+	return done
+}
+
+// parent is p's directory, without cleaning.
+func parent(p string) string {
+	dir, _ := split(strings.TrimRight(p, "/"))
+	return dir
 }
 
 // prune removes dir and its parents while they are empty, never the root
 // or anything outside it.
 func (s *Store) prune(dir string) {
-	for d := dir; s.below(d) && os.Remove(d) == nil; d = filepath.Dir(d) {
+	root := s.dir()
+	for d := resolve(dir); below(root, d) && os.Remove(d) == nil; d = filepath.Dir(d) {
 	}
 }
 
 // below reports whether p lies under the store's root.
-func (s *Store) below(p string) bool {
-	return strings.HasPrefix(p, s.root+string(filepath.Separator)) || strings.HasPrefix(p, s.real+string(filepath.Separator))
+func (s *Store) below(p string) bool { return below(s.dir(), resolve(p)) }
+
+// below reports whether the resolved path p lies under the resolved
+// directory root.
+func below(root, p string) bool {
+	return strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
 // absent reports whether err from opening an object's file means there is
@@ -549,7 +642,7 @@ func settle(f paths) (*object, error) {
 		}
 		pending := f.pending
 		if p := sc.Pending; strings.HasPrefix(p, reserved+"-pending") && !strings.ContainsRune(p, filepath.Separator) {
-			pending = filepath.Join(f.dir, p)
+			pending = join(f.dir, p)
 		}
 		pd, err := openData(pending)
 		if err != nil {
@@ -822,14 +915,14 @@ func mkdirs(root, dir string) error {
 		}
 		return nil
 	}
-	parent := filepath.Dir(dir)
-	if err := mkdirs(root, parent); err != nil {
+	up := parent(dir)
+	if err := mkdirs(root, up); err != nil {
 		return err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return syncDir(parent)
+	return syncDir(up)
 }
 
 func syncDir(dir string) error {
@@ -877,12 +970,12 @@ func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 			return nil, wrap(context.Cause(ctx))
 		}
 		if mkdir {
-			if err := mkdirs(s.root, f.dir); err != nil {
+			if err := mkdirs(s.dir(), f.dir); err != nil {
 				return nil, wrap(err)
 			}
 		}
 		if legacy {
-			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			if err := os.MkdirAll(parent(name), 0o755); err != nil {
 				return nil, wrap(err)
 			}
 		}
@@ -1047,7 +1140,7 @@ func (l *lister) walk(dirKey string) error {
 	if err := l.ctx.Err(); err != nil {
 		return &providers.Error{Op: "list", Key: l.prefix, Err: context.Cause(l.ctx)}
 	}
-	entries, err := os.ReadDir(filepath.Join(l.s.root, filepath.FromSlash(dirKey)))
+	entries, err := os.ReadDir(join(l.s.dir(), dirKey))
 	if absent(err) {
 		return nil // removed while we walked, or never there
 	}
