@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
@@ -118,7 +119,25 @@ type tagged struct {
 func (t *tagged) Error() string { return t.msg }
 func (t *tagged) Unwrap() error { return t.sentinel }
 
-func noLease(key string) error { return &tagged{fmt.Sprintf("no lease at %q", key), errNoLease} }
+// noLease says there is no lease at key, and that the directory a file://
+// URL names does not exist if it does not: a mistyped path reads as empty.
+func noLease(key, rawURL string) error {
+	return &tagged{fmt.Sprintf("no lease at %q", key) + missingDir(rawURL), errNoLease}
+}
+
+// missingDir is " (the directory D does not exist)" for a file:// URL
+// whose directory D does not exist, and "" otherwise.
+func missingDir(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") {
+		return ""
+	}
+	dir := u.Path[:strings.LastIndexByte(u.Path, '/')+1]
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf(" (the directory %s does not exist)", dir)
+	}
+	return ""
+}
 
 func usagef(format string, args ...any) error {
 	return &tagged{fmt.Sprintf(format, args...), errUsage}

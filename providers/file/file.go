@@ -90,8 +90,11 @@
 // the other way round.
 //
 // Importing the package registers the URL scheme "file": file:///abs/dir/name
-// opens the directory /abs/dir (creating it if missing) and points at key
-// "name"; file:///abs/dir/ points at the whole directory (key "").
+// opens the directory /abs/dir and points at key "name"; file:///abs/dir/
+// points at the whole directory (key ""). Opening and reading write
+// nothing: a directory that does not exist reads as empty (no object, an
+// empty listing; as the conformance suite has it for stores that create
+// their buckets), and the first write creates it and its missing parents.
 package file
 
 import (
@@ -225,9 +228,6 @@ func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	// A missing directory is no error: it reads as empty, and the first
 	// write creates it, so that file://$PWD/.leases/nightly works the
 	// first time. Opening writes nothing.
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, "", fmt.Errorf("file store root: %w", err)
-	}
 	s, err := openRoot(root, false)
 	if err != nil {
 		return nil, "", err
@@ -905,8 +905,8 @@ func writeSynced(p string, content []byte) (os.FileInfo, error) {
 // so that the new entries survive a crash.
 func mkdirs(root, dir string) error {
 	if dir == root {
-		// Recreated if removed while the store was open, as a directory
-		// URL's root is created when it is opened.
+		// The store's directory, with its missing parents: made by the
+		// first write, as a URL may name one that does not exist yet.
 		return os.MkdirAll(root, 0o755)
 	}
 	if fi, err := os.Stat(dir); err == nil {
