@@ -85,6 +85,19 @@
 // SMB and FUSE mounts, synced folders such as Dropbox). Machines sharing a
 // directory never compare their clocks (see Clocks).
 //
+// # Errors
+//
+// Besides the portable errors of every store (ErrNotFound, ErrPrecondition,
+// ErrInvalidKey for keys the file system cannot hold), refusals of the file
+// system that last until someone changes it are providers.ErrPermission,
+// naming the file, so that callers stop at once instead of waiting:
+//
+//	EACCES, EPERM (owner, mode, attributes)   ErrPermission: "permission denied: open /d/.objlease-lock.k"
+//	EROFS (mounted read-only)                 ErrPermission: "...: read-only file system"
+//
+// The OS error stays reachable with errors.As. A write that fails after its
+// commit point is ErrUnknownOutcome whatever the cause.
+//
 // As in any file system, a key cannot be both an object and a directory:
 // while "a/b" exists, creating "a" fails with providers.ErrInvalidKey, and
 // the other way round.
@@ -132,6 +145,10 @@ const (
 	// there, and its files stay well within PATH_MAX (4096 on Linux).
 	maxKeyBytes = 1024
 )
+
+// openFile is os.OpenFile; the package's tests replace it to make the file
+// system refuse what the user running them (root) would be allowed.
+var openFile = os.OpenFile
 
 // sidecar is the content of an object's attributes file.
 type sidecar struct {
@@ -230,7 +247,7 @@ func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	// first time. Opening writes nothing.
 	s, err := openRoot(root, false)
 	if err != nil {
-		return nil, "", err
+		return nil, "", permanent(err)
 	}
 	return providers.NewBucket(s), key, nil
 }
@@ -417,6 +434,48 @@ func below(root, p string) bool {
 	return strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
+// refused replaces *err with permanent(*err).
+func refused(err *error) { *err = permanent(*err) }
+
+// permanent returns err, or, if the file system refused the operation in
+// a way that lasts until someone changes it, an error that says so with
+// providers.ErrPermission and names the file: EACCES and EPERM (the owner,
+// mode or attributes of a directory or file; the user running the
+// process), and EROFS (a file system mounted read-only). Waiting does not
+// cure them, and callers stop at once. A write whose outcome is unknown
+// stays ErrUnknownOutcome.
+func permanent(err error) error {
+	var why string
+	switch {
+	case err == nil || errors.Is(err, providers.ErrPermission) || errors.Is(err, providers.ErrUnknownOutcome):
+		return err
+	case errors.Is(err, syscall.EROFS):
+		why = ": read-only file system"
+	case errors.Is(err, syscall.EPERM):
+		why = ": operation not permitted"
+	case errors.Is(err, syscall.EACCES):
+		why = "" // the sentinel says "permission denied"
+	default:
+		return err
+	}
+	var (
+		pathErr *fs.PathError
+		linkErr *os.LinkError
+		where   string
+	)
+	switch {
+	case errors.As(err, &pathErr):
+		where = ": " + pathErr.Op + " " + pathErr.Path
+	case errors.As(err, &linkErr):
+		where = ": " + linkErr.Op + " " + linkErr.Old + " " + linkErr.New
+	}
+	sentinel := fmt.Errorf("%w%s%s", providers.ErrPermission, where, why)
+	if pe, ok := err.(*providers.Error); ok {
+		return providers.Wrap(pe.Op, pe.Key, sentinel, pe.Err)
+	}
+	return fmt.Errorf("%w: %w", sentinel, err)
+}
+
 // absent reports whether err from opening an object's file means there is
 // no object (a directory or a file standing where a directory should be
 // is not an object either).
@@ -427,7 +486,7 @@ func absent(err error) bool {
 // readSidecar returns the sidecar at p, or nil if there is none or it
 // cannot be decoded.
 func readSidecar(p string) (*sidecar, error) {
-	f, err := os.Open(p)
+	f, err := openFile(p, os.O_RDONLY, 0)
 	if absent(err) {
 		return nil, nil
 	}
@@ -459,7 +518,7 @@ type dataFile struct {
 
 // openData opens the regular file at p, or returns nil if there is none.
 func openData(p string) (*dataFile, error) {
-	f, err := os.Open(p)
+	f, err := openFile(p, os.O_RDONLY, 0)
 	if absent(err) {
 		return nil, nil
 	}
@@ -717,7 +776,8 @@ func (s *Store) read(ctx context.Context, op string, f paths) (*object, error) {
 // Read implements providers.Driver. Reads take no lock unless they find a
 // write in progress: object files are never changed in place, only
 // replaced by rename.
-func (s *Store) Read(ctx context.Context, key string, maxBytes int64) (*providers.Reader, error) {
+func (s *Store) Read(ctx context.Context, key string, maxBytes int64) (_ *providers.Reader, err error) {
+	defer refused(&err)
 	f, err := s.files("get", key)
 	if err != nil {
 		return nil, err
@@ -742,7 +802,8 @@ func (s *Store) Read(ctx context.Context, key string, maxBytes int64) (*provider
 }
 
 // Stat implements providers.Driver.
-func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
+func (s *Store) Stat(ctx context.Context, key string) (_ *providers.Attrs, err error) {
+	defer refused(&err)
 	f, err := s.files("stat", key)
 	if err != nil {
 		return nil, err
@@ -800,7 +861,8 @@ func match(op string, cur *object, ifVersion string) error {
 
 // write stores a new version of key if check, run under the key's lock
 // on what is there, allows it.
-func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, check func(paths, *object) error) (providers.WriteResult, error) {
+func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, check func(paths, *object) error) (_ providers.WriteResult, err error) {
+	defer refused(&err)
 	f, err := s.files(op, key)
 	if err != nil {
 		return providers.WriteResult{}, err
@@ -883,7 +945,7 @@ func (s *Store) crashPoint(stage string) {
 
 // writeSynced writes content to p and syncs it.
 func writeSynced(p string, content []byte) (os.FileInfo, error) {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := openFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -926,7 +988,7 @@ func mkdirs(root, dir string) error {
 }
 
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := openFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -979,7 +1041,7 @@ func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 				return nil, wrap(err)
 			}
 		}
-		lf, err := os.OpenFile(name, os.O_RDONLY|os.O_CREATE, 0o644)
+		lf, err := openFile(name, os.O_RDONLY|os.O_CREATE, 0o644)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			if !mkdir && !legacy {
 				return nil, errNoDir
@@ -1059,7 +1121,8 @@ func stillLinked(lf *os.File, name string) (bool, error) {
 
 // Delete implements providers.Driver. Directories it leaves empty are
 // removed, so that their names are free for objects.
-func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
+func (s *Store) Delete(ctx context.Context, key string, ifVersion string) (err error) {
+	defer refused(&err)
 	f, err := s.files("delete", key)
 	if err != nil {
 		return err
@@ -1106,7 +1169,8 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 }
 
 // List implements providers.Driver. The page token is the last key returned.
-func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (_ providers.ListPage, err error) {
+	defer refused(&err)
 	if pageSize <= 0 {
 		pageSize = 1000
 	}
@@ -1126,6 +1190,16 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 
 var errPageFull = errors.New("page full")
 
+// readDir is os.ReadDir, unsorted.
+func readDir(dir string) ([]fs.DirEntry, error) {
+	d, err := openFile(dir, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
+}
+
 type lister struct {
 	ctx           context.Context
 	s             *Store
@@ -1140,7 +1214,7 @@ func (l *lister) walk(dirKey string) error {
 	if err := l.ctx.Err(); err != nil {
 		return &providers.Error{Op: "list", Key: l.prefix, Err: context.Cause(l.ctx)}
 	}
-	entries, err := os.ReadDir(join(l.s.dir(), dirKey))
+	entries, err := readDir(join(l.s.dir(), dirKey))
 	if absent(err) {
 		return nil // removed while we walked, or never there
 	}
