@@ -132,3 +132,34 @@ func TestSymlinkTargetWithDotDotExcludes(t *testing.T) {
 		t.Errorf("read real/k: %q, %v", b, err)
 	}
 }
+
+// A ".." after a directory that does not exist yet means what the kernel
+// makes of it once the write has created that directory: the object is
+// the one the path without the detour names.
+func TestDotDotAfterAMissingDirectory(t *testing.T) {
+	ctx := t.Context()
+	base := dotdotLayout(t)
+	detour, key, err := providers.Open(ctx, "file://"+base+"/link/new/../x/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer detour.Close()
+	if _, err := os.Lstat(filepath.Join(base, "real", "sub", "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("opening created %s/real/sub/new: %v", base, err)
+	}
+	res, err := detour.Create(ctx, key, []byte("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, _, err := providers.Open(ctx, "file://"+base+"/real/sub/x/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if a, err := direct.Stat(ctx, "k"); err != nil || a.Version != res.Version {
+		t.Fatalf("stat through real/sub/x/k: %+v, %v, want version %s", a, err, res.Version)
+	}
+	if _, err := direct.Create(ctx, "k", []byte("y"), nil); !errors.Is(err, providers.ErrPrecondition) {
+		t.Errorf("create through real/sub/x/k: %v, want ErrPrecondition", err)
+	}
+}

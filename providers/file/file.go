@@ -222,7 +222,9 @@ func openRoot(root string, mustExist bool) (*Store, error) {
 	switch {
 	case err == nil && !fi.IsDir():
 		return nil, fmt.Errorf("file store root %q is not a directory", root)
-	case err != nil && (mustExist || !absent(err)):
+	case err != nil && (mustExist || !errors.Is(err, fs.ErrNotExist)):
+		// (A file where a directory of the path should be is an error:
+		// no write could create the directory.)
 		return nil, fmt.Errorf("file store root: %w", err)
 	}
 	return s, nil
