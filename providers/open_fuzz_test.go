@@ -18,8 +18,8 @@ import (
 // matching ErrBadURL, or naming the directory it could not make; what it
 // accepts gives a store that answers for the key without panicking.
 //
-// A file URL makes its directory, so file URLs are confined to a
-// temporary directory: their path is moved under it, and any path that
+// Opening a file URL creates nothing, but file URLs are still confined to
+// a temporary directory: their path is moved under it, and any path that
 // would climb out of it is skipped. Seeds are in testdata/fuzz/FuzzOpen.
 func FuzzOpen(f *testing.F) {
 	root := f.TempDir()

@@ -99,7 +99,7 @@ func (c *cli) releaseCmd(fs *flagSet) action {
 		defer cl.Store().Close()
 		err = cl.Release(ctx)
 		if errors.Is(err, providers.ErrNotFound) {
-			return opErr("release", url, noLease(cl.Key()))
+			return opErr("release", url, noLease(cl.Key(), url))
 		}
 		return opErr("release", url, err)
 	}
@@ -232,7 +232,7 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 			return opErr("inspect", url, err)
 		}
 		if st.Record == nil {
-			return opErr("inspect", url, noLease(st.Key))
+			return opErr("inspect", url, noLease(st.Key, url))
 		}
 		r := st.Record
 		age, clock := recordAge(st.Attrs, r)

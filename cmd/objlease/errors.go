@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
@@ -47,7 +48,7 @@ var exitCodes = []struct {
 }{
 	{0, nil, "success"},
 	{78, []error{providers.ErrNoBucket, providers.ErrPermission, providers.ErrWrongEndpoint},
-		"the store is not set up as the URL says: the bucket or container does not exist, the credentials were refused, or the endpoint does not serve the store's API"},
+		"the store is not set up as the URL says: the bucket or container does not exist, the credentials were refused, the endpoint does not serve the store's API, or (file://) the file system refused access or is mounted read-only"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
 		fence.ErrVersionsRepeat, bench.ErrUsage, semaphore.ErrSizeMismatch}, "usage error: unknown command or flag, missing argument, bad URL or key, invalid option, a --slots other than the recorded one"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold: the lease was lost while held"},
@@ -118,7 +119,25 @@ type tagged struct {
 func (t *tagged) Error() string { return t.msg }
 func (t *tagged) Unwrap() error { return t.sentinel }
 
-func noLease(key string) error { return &tagged{fmt.Sprintf("no lease at %q", key), errNoLease} }
+// noLease says there is no lease at key, and that the directory a file://
+// URL names does not exist if it does not: a mistyped path reads as empty.
+func noLease(key, rawURL string) error {
+	return &tagged{fmt.Sprintf("no lease at %q", key) + missingDir(rawURL), errNoLease}
+}
+
+// missingDir is " (the directory D does not exist)" for a file:// URL
+// whose directory D does not exist, and "" otherwise.
+func missingDir(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") {
+		return ""
+	}
+	dir := u.Path[:strings.LastIndexByte(u.Path, '/')+1]
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf(" (the directory %s does not exist)", dir)
+	}
+	return ""
+}
 
 func usagef(format string, args ...any) error {
 	return &tagged{fmt.Sprintf(format, args...), errUsage}
@@ -182,6 +201,9 @@ func reason(err error, rawURL string) string {
 		return fmt.Sprintf("the object at %q %s: %s; it is left alone unless --force is given", rec.Key, what, rec.Reason)
 	case errors.Is(err, providers.ErrNoBucket):
 		return fmt.Sprintf("%s %q does not exist (check the name or %s)", bucketWord(rawURL), bucketOf(rawURL), endpointHint(rawURL))
+	case errors.Is(err, providers.ErrPermission) && strings.HasPrefix(rawURL, "file:") && errors.As(err, &pe):
+		// The file system refused: the store's words name the file and why.
+		return core(pe) + " (check that the directory is writable by this user and not mounted read-only)"
 	case errors.Is(err, providers.ErrPermission):
 		return "the store refused the credentials (check " + credentialHint(rawURL) + ")"
 	case errors.Is(err, providers.ErrWrongEndpoint):

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,6 +43,9 @@ func TestDescribe(t *testing.T) {
 			`inspect azblob://c/k: container "c" does not exist (check the name or AZURE_STORAGE_CONNECTION_STRING)`},
 		{opErr("run", "s3://b/k", providers.Wrap("create", "k", providers.ErrPermission, sdk)),
 			`run s3://b/k: the store refused the credentials (check AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)`},
+		{opErr("acquire", "file:///d/k", fmt.Errorf("lease %q: %w", "k", providers.Wrap("create", "k", fmt.Errorf("%w: open /d/.objlease-lock.k: read-only file system", providers.ErrPermission),
+			fmt.Errorf("lock: %w", &fs.PathError{Op: "open", Path: "/d/.objlease-lock.k", Err: syscall.EROFS})))),
+			`acquire file:///d/k: permission denied: open /d/.objlease-lock.k: read-only file system (check that the directory is writable by this user and not mounted read-only)`},
 		{opErr("inspect", "gs://b/k", providers.Wrap("get", "k", fmt.Errorf("%w: bucket %q", providers.ErrUnreachable, "b"), sdk)),
 			`inspect gs://b/k: store unreachable: no connection could be made (check ?endpoint= or STORAGE_EMULATOR_HOST, and the network)`},
 		{opErr("run", "s3://b/k", &storeTimeoutError{errors.New("lease not acquired within --timeout 5s"), providers.Wrap("create", "k", providers.ErrUnreachable, sdk)}),

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,8 +43,38 @@ func TestScripts(t *testing.T) {
 			"jsonkeys": cmdJSONKeys,
 			"waitfor":  cmdWaitfor,
 		},
+		Condition: condition,
 	})
 }
+
+// condition answers the scripts' own conditions:
+//
+//	[rofs]   this process may mount a read-only tmpfs in a mount namespace
+//	         of its own (root, unshare and mount work here)
+//	[nodac]  this process runs as root and setpriv can take from a command
+//	         the capabilities that let root ignore permission bits
+func condition(cond string) (bool, error) {
+	switch cond {
+	case "rofs":
+		rofsOnce.Do(func() {
+			dir, err := os.MkdirTemp("", "rofs")
+			if err != nil {
+				return
+			}
+			defer os.Remove(dir)
+			rofsOK = os.Geteuid() == 0 && exec.Command("unshare", "-m", "mount", "-t", "tmpfs", "-o", "ro", "tmpfs", dir).Run() == nil
+		})
+		return rofsOK, nil
+	case "nodac":
+		return os.Geteuid() == 0 && exec.Command("setpriv", "--bounding-set=-dac_override,-dac_read_search", "true").Run() == nil, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+var (
+	rofsOnce sync.Once
+	rofsOK   bool
+)
 
 // cmdExitcode runs a program like exec and checks its exit status:
 //

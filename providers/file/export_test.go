@@ -1,6 +1,9 @@
 package file
 
 import (
+	"os"
+	"testing"
+
 	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
@@ -27,3 +30,10 @@ func LockFile(b *providers.Bucket, key string) string {
 
 // SetCrashHook makes s call hook at each stage of a write.
 func SetCrashHook(b *providers.Bucket, hook func(stage string)) { driver(b).crash = hook }
+
+// SetOpenFile makes the package open files with open until the test ends.
+func SetOpenFile(t testing.TB, open func(name string, flag int, perm os.FileMode) (*os.File, error)) {
+	old := openFile
+	openFile = open
+	t.Cleanup(func() { openFile = old })
+}

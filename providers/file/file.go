@@ -39,7 +39,15 @@
 // own name is resolved first, so a write through it takes the lock beside
 // the file it points at and replaces that file, not the link. Hard links
 // are not recognised: a second name for the same file is another object,
-// and the first write through either name separates them. Taking the lock honours the
+// and the first write through either name separates them.
+//
+// Paths, the store's directory's as much as those below it, are resolved
+// as open(2) resolves them, never cleaned as text: a ".." after a symbolic
+// link is the parent of the link's target. With /srv/link pointing at
+// data/sub, file:///srv/link/../k is the file /srv/data/k, the very object
+// file:///srv/data/k names, with the same lock.
+//
+// Taking the lock honours the
 // context: it is tried without blocking and retried with a short backoff
 // until the context ends. Delete removes the lock file while holding it; a
 // writer that then gets the lock on the removed file notices and starts
@@ -77,13 +85,29 @@
 // SMB and FUSE mounts, synced folders such as Dropbox). Machines sharing a
 // directory never compare their clocks (see Clocks).
 //
+// # Errors
+//
+// Besides the portable errors of every store (ErrNotFound, ErrPrecondition,
+// ErrInvalidKey for keys the file system cannot hold), refusals of the file
+// system that last until someone changes it are providers.ErrPermission,
+// naming the file, so that callers stop at once instead of waiting:
+//
+//	EACCES, EPERM (owner, mode, attributes)   ErrPermission: "permission denied: open /d/.objlease-lock.k"
+//	EROFS (mounted read-only)                 ErrPermission: "...: read-only file system"
+//
+// The OS error stays reachable with errors.As. A write that fails after its
+// commit point is ErrUnknownOutcome whatever the cause.
+//
 // As in any file system, a key cannot be both an object and a directory:
 // while "a/b" exists, creating "a" fails with providers.ErrInvalidKey, and
 // the other way round.
 //
 // Importing the package registers the URL scheme "file": file:///abs/dir/name
-// opens the directory /abs/dir (creating it if missing) and points at key
-// "name"; file:///abs/dir/ points at the whole directory (key "").
+// opens the directory /abs/dir and points at key "name"; file:///abs/dir/
+// points at the whole directory (key ""). Opening and reading write
+// nothing: a directory that does not exist reads as empty (no object, an
+// empty listing; as the conformance suite has it for stores that create
+// their buckets), and the first write creates it and its missing parents.
 package file
 
 import (
@@ -122,6 +146,10 @@ const (
 	maxKeyBytes = 1024
 )
 
+// openFile is os.OpenFile; the package's tests replace it to make the file
+// system refuse what the user running them (root) would be allowed.
+var openFile = os.OpenFile
+
 // sidecar is the content of an object's attributes file.
 type sidecar struct {
 	Version  string            `json:"version"`
@@ -143,8 +171,9 @@ func init() { providers.Register("file", open) }
 // Store keeps objects in a directory. It is safe for concurrent use by
 // goroutines and by processes sharing the directory.
 type Store struct {
-	root  string           // absolute
-	real  string           // root with symbolic links resolved
+	// root is the directory's absolute path as given, never cleaned:
+	// resolve gives the directory the kernel takes it to be.
+	root  string
 	now   func() time.Time // the writer's clock, for LastModified
 	crash func(stage string)
 }
@@ -166,27 +195,43 @@ func New(root string, opts ...Option) (*providers.Bucket, error) {
 }
 
 func newStore(root string, opts ...Option) (*Store, error) {
-	abs, err := filepath.Abs(root)
+	s, err := openRoot(root, true)
 	if err != nil {
-		return nil, fmt.Errorf("file store root %q: %w", root, err)
+		return nil, err
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return nil, fmt.Errorf("file store root: %w", err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("file store root %q is not a directory", abs)
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("file store root: %w", err)
-	}
-	s := &Store{root: abs, real: real, now: time.Now}
 	for _, o := range opts {
 		o(s)
 	}
 	return s, nil
 }
+
+// openRoot returns a store on the directory root, which must exist if
+// mustExist is set. A relative root is taken from the working directory;
+// root is not cleaned, since "l/.." is not "." where l is a symbolic link.
+func openRoot(root string, mustExist bool) (*Store, error) {
+	abs := root
+	if !filepath.IsAbs(root) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("file store root %q: %w", root, err)
+		}
+		abs = join(wd, root)
+	}
+	s := &Store{root: abs, now: time.Now}
+	fi, err := os.Stat(s.dir())
+	switch {
+	case err == nil && !fi.IsDir():
+		return nil, fmt.Errorf("file store root %q is not a directory", root)
+	case err != nil && (mustExist || !errors.Is(err, fs.ErrNotExist)):
+		// (A file where a directory of the path should be is an error:
+		// no write could create the directory.)
+		return nil, fmt.Errorf("file store root: %w", err)
+	}
+	return s, nil
+}
+
+// dir is the store's directory as the kernel resolves its path now.
+func (s *Store) dir() string { return resolve(s.root) }
 
 func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	const want = "want file:///absolute/dir/key or file:///absolute/dir/"
@@ -199,15 +244,14 @@ func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 		return nil, "", fmt.Errorf("%w %q: no path; %s", providers.ErrBadURL, u.Redacted(), want)
 	}
 	root, key := path.Split(u.Path)
-	// Created here so that file://$PWD/.leases/nightly works the first time.
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, "", fmt.Errorf("file store root: %w", err)
-	}
-	s, err := New(root)
+	// A missing directory is no error: it reads as empty, and the first
+	// write creates it, so that file://$PWD/.leases/nightly works the
+	// first time. Opening writes nothing.
+	s, err := openRoot(root, false)
 	if err != nil {
-		return nil, "", err
+		return nil, "", permanent(err)
 	}
-	return s, key, nil
+	return providers.NewBucket(s), key, nil
 }
 
 // CheckKey implements providers.KeyChecker: keys are paths below the
@@ -269,59 +313,169 @@ func (s *Store) files(op, key string) (paths, error) {
 	if why := checkKey(key); why != "" {
 		return paths{}, providers.Wrap(op, key, fmt.Errorf("%w: %s", providers.ErrInvalidKey, why), nil)
 	}
-	p := filepath.Join(s.root, filepath.FromSlash(key))
+	var p string
 	if safeguards.PathLock.Load() {
-		p = resolve(p)
+		p = resolve(join(s.root, key))
+	} else {
+		p = join(s.dir(), key)
 	}
-	dir, name := filepath.Split(p)
-	dir = filepath.Clean(dir)
+	dir, name := split(p)
 	sum := sha256.Sum256([]byte(key))
 	return paths{
 		key:        key,
 		dir:        dir,
 		data:       p,
-		attrs:      filepath.Join(dir, aux("attrs", name)),
-		lock:       filepath.Join(dir, aux("lock", name)),
-		pending:    filepath.Join(dir, aux("pending", name)),
-		attrsNew:   filepath.Join(dir, aux("attrs-new", name)),
-		legacyLock: filepath.Join(s.root, lockDir, hex.EncodeToString(sum[:])),
+		attrs:      join(dir, aux("attrs", name)),
+		lock:       join(dir, aux("lock", name)),
+		pending:    join(dir, aux("pending", name)),
+		attrsNew:   join(dir, aux("attrs-new", name)),
+		legacyLock: join(join(s.dir(), lockDir), hex.EncodeToString(sum[:])),
 	}, nil
 }
 
-// resolve returns p with symbolic links resolved, including a last one
-// that points at a file not yet created, so that every path to a file
-// yields the same directory and name, and with them the same lock.
-func resolve(p string) string {
-	for range 40 { // as many links as Linux follows
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r
-		}
-		dir, name := filepath.Split(p)
-		if r, err := filepath.EvalSymlinks(dir); err == nil {
-			p = filepath.Join(r, name)
-		}
-		target, err := os.Readlink(p)
-		if err != nil {
-			return p // not a link: p does not exist yet
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(p), target)
-		}
-		p = target
+// Paths are only ever resolved by resolve, the way the kernel resolves
+// them, never cleaned as text: where "l" is a symbolic link to "a/b",
+// "l/.." is "a", while filepath.Clean would make it ".". join and split
+// therefore leave the text of a path alone.
+
+// join is dir/name, without cleaning.
+func join(dir, name string) string {
+	switch {
+	case name == "":
+		return dir
+	case strings.HasSuffix(dir, "/"):
+		return dir + name
 	}
-	return p
+	return dir + "/" + name
+}
+
+// split divides p at its last '/' into directory and name, without
+// cleaning.
+func split(p string) (dir, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "/", p // paths here are absolute
+	}
+	dir, name = p[:i], p[i+1:]
+	if dir == "" {
+		dir = "/"
+	}
+	return dir, name
+}
+
+// maxLinks is how many symbolic links Linux follows in one path.
+const maxLinks = 40
+
+// resolve returns the absolute path p as open(2) resolves it: a symbolic
+// link is replaced by its target where it stands, and ".." is the parent
+// of the directory reached so far, after the links before it are followed
+// (for a link "l" to "a/b", "l/.." is "a", not the directory holding "l").
+// As far as p exists, the result names the same file without links or dot
+// segments. From the first name that does not exist, that is not a
+// directory while more follows, or that is one link too many, the rest of
+// p is kept as written, so that the kernel makes of it what it makes of p
+// (and, once the directories are created, the same file). A last name
+// that is a link to a file not yet created yields that file: every path
+// to a file yields the same directory and name, and with them the same
+// lock.
+func resolve(p string) string {
+	done, todo, links := "/", p, 0
+	for todo != "" {
+		var c string
+		c, todo, _ = strings.Cut(todo, "/")
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			// done is a directory with no link in its path: its parent
+			// is the one the kernel finds.
+			done = filepath.Dir(done)
+			continue
+		}
+		next := join(done, c)
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 && !fi.IsDir() && strings.Trim(todo, "/") != "" {
+			return strings.TrimRight(join(next, todo), "/")
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		target, err := os.Readlink(next)
+		if links++; err != nil || links > maxLinks {
+			return strings.TrimRight(join(next, todo), "/")
+		}
+		if filepath.IsAbs(target) {
+			done = "/"
+		}
+		todo = join(target, todo)
+	}
+	return done
+}
+
+// parent is p's directory, without cleaning.
+func parent(p string) string {
+	dir, _ := split(strings.TrimRight(p, "/"))
+	return dir
 }
 
 // prune removes dir and its parents while they are empty, never the root
 // or anything outside it.
 func (s *Store) prune(dir string) {
-	for d := dir; s.below(d) && os.Remove(d) == nil; d = filepath.Dir(d) {
+	root := s.dir()
+	for d := resolve(dir); below(root, d) && os.Remove(d) == nil; d = filepath.Dir(d) {
 	}
 }
 
 // below reports whether p lies under the store's root.
-func (s *Store) below(p string) bool {
-	return strings.HasPrefix(p, s.root+string(filepath.Separator)) || strings.HasPrefix(p, s.real+string(filepath.Separator))
+func (s *Store) below(p string) bool { return below(s.dir(), resolve(p)) }
+
+// below reports whether the resolved path p lies under the resolved
+// directory root.
+func below(root, p string) bool {
+	return strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+}
+
+// refused replaces *err with permanent(*err).
+func refused(err *error) { *err = permanent(*err) }
+
+// permanent returns err, or, if the file system refused the operation in
+// a way that lasts until someone changes it, an error that says so with
+// providers.ErrPermission and names the file: EACCES and EPERM (the owner,
+// mode or attributes of a directory or file; the user running the
+// process), and EROFS (a file system mounted read-only). Waiting does not
+// cure them, and callers stop at once. A write whose outcome is unknown
+// stays ErrUnknownOutcome.
+func permanent(err error) error {
+	var why string
+	switch {
+	case err == nil || errors.Is(err, providers.ErrPermission) || errors.Is(err, providers.ErrUnknownOutcome):
+		return err
+	case errors.Is(err, syscall.EROFS):
+		why = ": read-only file system"
+	case errors.Is(err, syscall.EPERM):
+		why = ": operation not permitted"
+	case errors.Is(err, syscall.EACCES):
+		why = "" // the sentinel says "permission denied"
+	default:
+		return err
+	}
+	var (
+		pathErr *fs.PathError
+		linkErr *os.LinkError
+		where   string
+	)
+	switch {
+	case errors.As(err, &pathErr):
+		where = ": " + pathErr.Op + " " + pathErr.Path
+	case errors.As(err, &linkErr):
+		where = ": " + linkErr.Op + " " + linkErr.Old + " " + linkErr.New
+	}
+	sentinel := fmt.Errorf("%w%s%s", providers.ErrPermission, where, why)
+	if pe, ok := err.(*providers.Error); ok {
+		return providers.Wrap(pe.Op, pe.Key, sentinel, pe.Err)
+	}
+	return fmt.Errorf("%w: %w", sentinel, err)
 }
 
 // absent reports whether err from opening an object's file means there is
@@ -334,7 +488,7 @@ func absent(err error) bool {
 // readSidecar returns the sidecar at p, or nil if there is none or it
 // cannot be decoded.
 func readSidecar(p string) (*sidecar, error) {
-	f, err := os.Open(p)
+	f, err := openFile(p, os.O_RDONLY, 0)
 	if absent(err) {
 		return nil, nil
 	}
@@ -366,7 +520,7 @@ type dataFile struct {
 
 // openData opens the regular file at p, or returns nil if there is none.
 func openData(p string) (*dataFile, error) {
-	f, err := os.Open(p)
+	f, err := openFile(p, os.O_RDONLY, 0)
 	if absent(err) {
 		return nil, nil
 	}
@@ -549,7 +703,7 @@ func settle(f paths) (*object, error) {
 		}
 		pending := f.pending
 		if p := sc.Pending; strings.HasPrefix(p, reserved+"-pending") && !strings.ContainsRune(p, filepath.Separator) {
-			pending = filepath.Join(f.dir, p)
+			pending = join(f.dir, p)
 		}
 		pd, err := openData(pending)
 		if err != nil {
@@ -624,7 +778,8 @@ func (s *Store) read(ctx context.Context, op string, f paths) (*object, error) {
 // Read implements providers.Driver. Reads take no lock unless they find a
 // write in progress: object files are never changed in place, only
 // replaced by rename.
-func (s *Store) Read(ctx context.Context, key string, maxBytes int64) (*providers.Reader, error) {
+func (s *Store) Read(ctx context.Context, key string, maxBytes int64) (_ *providers.Reader, err error) {
+	defer refused(&err)
 	f, err := s.files("get", key)
 	if err != nil {
 		return nil, err
@@ -649,7 +804,8 @@ func (s *Store) Read(ctx context.Context, key string, maxBytes int64) (*provider
 }
 
 // Stat implements providers.Driver.
-func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
+func (s *Store) Stat(ctx context.Context, key string) (_ *providers.Attrs, err error) {
+	defer refused(&err)
 	f, err := s.files("stat", key)
 	if err != nil {
 		return nil, err
@@ -707,7 +863,8 @@ func match(op string, cur *object, ifVersion string) error {
 
 // write stores a new version of key if check, run under the key's lock
 // on what is there, allows it.
-func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, check func(paths, *object) error) (providers.WriteResult, error) {
+func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, check func(paths, *object) error) (_ providers.WriteResult, err error) {
+	defer refused(&err)
 	f, err := s.files(op, key)
 	if err != nil {
 		return providers.WriteResult{}, err
@@ -790,7 +947,7 @@ func (s *Store) crashPoint(stage string) {
 
 // writeSynced writes content to p and syncs it.
 func writeSynced(p string, content []byte) (os.FileInfo, error) {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := openFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -812,8 +969,8 @@ func writeSynced(p string, content []byte) (os.FileInfo, error) {
 // so that the new entries survive a crash.
 func mkdirs(root, dir string) error {
 	if dir == root {
-		// Recreated if removed while the store was open, as a directory
-		// URL's root is created when it is opened.
+		// The store's directory, with its missing parents: made by the
+		// first write, as a URL may name one that does not exist yet.
 		return os.MkdirAll(root, 0o755)
 	}
 	if fi, err := os.Stat(dir); err == nil {
@@ -822,18 +979,18 @@ func mkdirs(root, dir string) error {
 		}
 		return nil
 	}
-	parent := filepath.Dir(dir)
-	if err := mkdirs(root, parent); err != nil {
+	up := parent(dir)
+	if err := mkdirs(root, up); err != nil {
 		return err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return syncDir(parent)
+	return syncDir(up)
 }
 
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := openFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -877,16 +1034,16 @@ func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 			return nil, wrap(context.Cause(ctx))
 		}
 		if mkdir {
-			if err := mkdirs(s.root, f.dir); err != nil {
+			if err := mkdirs(s.dir(), f.dir); err != nil {
 				return nil, wrap(err)
 			}
 		}
 		if legacy {
-			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			if err := os.MkdirAll(parent(name), 0o755); err != nil {
 				return nil, wrap(err)
 			}
 		}
-		lf, err := os.OpenFile(name, os.O_RDONLY|os.O_CREATE, 0o644)
+		lf, err := openFile(name, os.O_RDONLY|os.O_CREATE, 0o644)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			if !mkdir && !legacy {
 				return nil, errNoDir
@@ -966,7 +1123,8 @@ func stillLinked(lf *os.File, name string) (bool, error) {
 
 // Delete implements providers.Driver. Directories it leaves empty are
 // removed, so that their names are free for objects.
-func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
+func (s *Store) Delete(ctx context.Context, key string, ifVersion string) (err error) {
+	defer refused(&err)
 	f, err := s.files("delete", key)
 	if err != nil {
 		return err
@@ -1013,7 +1171,8 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 }
 
 // List implements providers.Driver. The page token is the last key returned.
-func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (_ providers.ListPage, err error) {
+	defer refused(&err)
 	if pageSize <= 0 {
 		pageSize = 1000
 	}
@@ -1033,6 +1192,16 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 
 var errPageFull = errors.New("page full")
 
+// readDir is os.ReadDir, unsorted.
+func readDir(dir string) ([]fs.DirEntry, error) {
+	d, err := openFile(dir, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
+}
+
 type lister struct {
 	ctx           context.Context
 	s             *Store
@@ -1047,7 +1216,7 @@ func (l *lister) walk(dirKey string) error {
 	if err := l.ctx.Err(); err != nil {
 		return &providers.Error{Op: "list", Key: l.prefix, Err: context.Cause(l.ctx)}
 	}
-	entries, err := os.ReadDir(filepath.Join(l.s.root, filepath.FromSlash(dirKey)))
+	entries, err := readDir(join(l.s.dir(), dirKey))
 	if absent(err) {
 		return nil // removed while we walked, or never there
 	}

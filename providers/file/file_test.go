@@ -371,3 +371,38 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 }
+
+// Opening a URL and reading through it write nothing: a directory that
+// does not exist reads as empty (as it would be once a write created it)
+// and is still missing afterwards. The first write creates it.
+func TestReadsOfAMissingDirectoryCreateNothing(t *testing.T) {
+	ctx := t.Context()
+	top := filepath.Join(t.TempDir(), "typo")
+	root := filepath.Join(top, "leases")
+	st, key, err := providers.Open(ctx, "file://"+root+"/nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Get(ctx, key, 0); !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("get: %v, want ErrNotFound", err)
+	}
+	if _, err := st.Stat(ctx, key); !errors.Is(err, providers.ErrNotFound) {
+		t.Errorf("stat: %v, want ErrNotFound", err)
+	}
+	if page, err := st.List(ctx, "", "", 10); err != nil || len(page.Objects) != 0 {
+		t.Errorf("list: %+v, %v, want nothing", page, err)
+	}
+	if err := st.Delete(ctx, key, "v1"); !errors.Is(err, providers.ErrPrecondition) {
+		t.Errorf("delete: %v, want ErrPrecondition", err)
+	}
+	if _, err := os.Lstat(top); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after opening and reading %s: %v, want it still missing", root, err)
+	}
+	if _, err := st.Create(ctx, key, []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "nightly")); err != nil || string(b) != "x" {
+		t.Errorf("after the first write: %q, %v", b, err)
+	}
+}
