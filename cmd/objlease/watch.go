@@ -345,10 +345,10 @@ func (ev watchEvent) text() string {
 		s += fmt.Sprintf("  token=%d", ev.Token)
 	}
 	if ev.Holder != "" {
-		s += "  holder=" + ev.Holder
+		s += "  holder=" + showHolder(ev.Holder)
 	}
 	if ev.PrevHolder != "" {
-		s += fmt.Sprintf("  previous=%s (token %d)", ev.PrevHolder, ev.PrevToken)
+		s += fmt.Sprintf("  previous=%s (token %d)", showHolder(ev.PrevHolder), ev.PrevToken)
 	}
 	if ev.Detail != "" {
 		s += "  (" + ev.Detail + ")"
