@@ -298,7 +298,7 @@ is expired.
 
 Objects that are not lease records are skipped (-v says how many). A prefix
 is a key prefix, not only a directory: file:///var/leases/ lists everything
-under /var/leases, s3://b/jobs/n every key starting with jobs/n.
+under /var/leases, s3://bkt/jobs/n every key starting with jobs/n.
 
 With -o json it prints one JSON object per line with the fields key, state,
 token, holder, ttl_ms, written_at, age_ms, age_clock and expires_in_ms
