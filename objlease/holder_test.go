@@ -1,11 +1,14 @@
 package objlease_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/semaphore"
+	"github.com/objlease/objlease/objlease/shard"
 	"github.com/objlease/objlease/providers/mem"
 )
 
@@ -46,5 +49,18 @@ func TestHolderValidated(t *testing.T) {
 		if err := objlease.CheckHolder(tc.holder); !errors.Is(err, objlease.ErrInvalidOptions) {
 			t.Errorf("CheckHolder(%q) = %v, want ErrInvalidOptions", tc.holder, err)
 		}
+	}
+}
+
+// The packages that take a holder identity of their own refuse a bad one
+// as New does.
+func TestHolderValidatedEverywhere(t *testing.T) {
+	const bad = "worker\n1"
+	if _, err := semaphore.New(mem.New(), "slots", 2, objlease.Options{Holder: bad}); !errors.Is(err, objlease.ErrInvalidOptions) || !strings.Contains(err.Error(), "U+000A at byte 6") {
+		t.Errorf("semaphore: %v, want ErrInvalidOptions naming the newline", err)
+	}
+	_, err := shard.New(shard.Config{Store: mem.New(), Prefix: "group", Member: bad, Shards: []string{"a"}, Work: func(context.Context, *shard.Shard) {}})
+	if !errors.Is(err, objlease.ErrInvalidOptions) || !strings.Contains(err.Error(), "U+000A at byte 6") {
+		t.Errorf("shard: %v, want ErrInvalidOptions naming the newline", err)
 	}
 }
