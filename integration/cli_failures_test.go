@@ -210,9 +210,9 @@ func TestCLIStoreNotRunning(t *testing.T) {
 		name, url, hint string
 		env             []string
 	}{
-		{"s3", s3CLIURL("http://"+closed, "b", "a"), "AWS_ENDPOINT_URL", []string{"AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s", "AWS_REGION=us-east-1"}},
-		{"gcs", "gs://b/a", "STORAGE_EMULATOR_HOST", []string{"STORAGE_EMULATOR_HOST=" + closed}},
-		{"azure", "azblob://c/a", "AZURE_STORAGE_CONNECTION_STRING", []string{"AZURE_STORAGE_CONNECTION_STRING=" + withPort(emulatorAzureConnectionString, closed)}},
+		{"s3", s3CLIURL("http://"+closed, "bkt", "a"), "AWS_ENDPOINT_URL", []string{"AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s", "AWS_REGION=us-east-1"}},
+		{"gcs", "gs://bkt/a", "STORAGE_EMULATOR_HOST", []string{"STORAGE_EMULATOR_HOST=" + closed}},
+		{"azure", "azblob://leases/a", "AZURE_STORAGE_CONNECTION_STRING", []string{"AZURE_STORAGE_CONNECTION_STRING=" + withPort(emulatorAzureConnectionString, closed)}},
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			tail := unreachable + s.hint + `, and the network\)`
@@ -238,8 +238,8 @@ func TestCLIEmulatorHostNotListeningGCS(t *testing.T) {
 	closed := closedPort(t)
 	env := []string{"STORAGE_EMULATOR_HOST=" + closed}
 	tail := `store unreachable: dial tcp ` + regexp.QuoteMeta(closed) + `: connect: connection refused \(check \?endpoint= or STORAGE_EMULATOR_HOST, and the network\)`
-	runCLI(t, env, "inspect", "gs://b/k").want(t, 69, `inspect gs://b/k: `+tail)
-	runCLI(t, env, "list", "gs://b/").want(t, 69, `list gs://b/: `+tail)
+	runCLI(t, env, "inspect", "gs://bkt/k").want(t, 69, `inspect gs://bkt/k: `+tail)
+	runCLI(t, env, "list", "gs://bkt/").want(t, 69, `list gs://bkt/: `+tail)
 }
 
 // gs://…?endpoint=http://127.0.0.1:4443 (no /storage/v1/): inspect said

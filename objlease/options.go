@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/objlease/objlease/objlease/clock"
 )
@@ -58,6 +61,11 @@ type Options struct {
 	StoreClock *StoreClockRule
 
 	// Holder identifies this client in records. Default host/pid/random.
+	// It is shown one per row by tools that list leases, so it must be 1 to
+	// MaxHolderSize bytes of printable Unicode (letters, marks, numbers,
+	// punctuation, symbols and the ASCII space): no control characters,
+	// tabs, newlines or invisible format characters, and no leading or
+	// trailing space. See CheckHolder.
 	Holder string
 	// Data is carried in the record while this client holds the lease
 	// (for example the leader's address). At most MaxDataSize bytes.
@@ -160,8 +168,49 @@ func (o Options) validate(minWrite time.Duration) error {
 		return bad("StoreClock.Margin %v must not be negative", o.StoreClock.Margin)
 	case len(o.Data) > MaxDataSize:
 		return bad("Data is %d bytes, more than %d", len(o.Data), MaxDataSize)
-	case len(o.Holder) > 256:
-		return bad("Holder is %d bytes, more than 256", len(o.Holder))
+	}
+	if msg := holderProblem(o.Holder); msg != "" {
+		return bad("Holder %s", msg)
 	}
 	return nil
+}
+
+// MaxHolderSize bounds a holder identity, in bytes.
+const MaxHolderSize = 256
+
+// CheckHolder reports whether h may be a holder identity (see
+// Options.Holder). The error wraps ErrInvalidOptions and names the first
+// character that is wrong and its byte offset.
+func CheckHolder(h string) error {
+	if msg := holderProblem(h); msg != "" {
+		return fmt.Errorf("%w: holder %s", ErrInvalidOptions, msg)
+	}
+	return nil
+}
+
+// holderProblem says what is wrong with holder h, or "" if nothing is.
+func holderProblem(h string) string {
+	const rule = "a holder is 1 to 256 bytes of printable Unicode, without control characters, tabs, newlines or leading and trailing spaces"
+	switch {
+	case h == "":
+		return "is empty: " + rule
+	case len(h) > MaxHolderSize:
+		return fmt.Sprintf("is %d bytes, more than %d", len(h), MaxHolderSize)
+	case strings.TrimSpace(h) == "":
+		return fmt.Sprintf("%q is only spaces: %s", h, rule)
+	}
+	for i, r := range h {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(h[i:]); size == 1 {
+				return fmt.Sprintf("%q is not valid UTF-8 at byte %d: %s", h, i, rule)
+			}
+		}
+		if !unicode.IsPrint(r) {
+			return fmt.Sprintf("%q has the unprintable character %U at byte %d: %s", h, r, i, rule)
+		}
+	}
+	if strings.TrimSpace(h) != h {
+		return fmt.Sprintf("%q has a leading or trailing space: %s", h, rule)
+	}
+	return ""
 }

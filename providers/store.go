@@ -47,6 +47,11 @@ var (
 	// ErrInvalidKey: the key, a metadata name or the bucket name is not
 	// acceptable to the store. Nothing was sent.
 	ErrInvalidKey = errors.New("invalid key")
+	// ErrInvalidBucket: the bucket (S3, GCS) or container (Azure) name is
+	// not one the store can have: refused by the provider's own check
+	// before any request (then with ErrBadURL, from Open), or by the store.
+	// It also matches ErrInvalidKey. Nothing was written.
+	ErrInvalidBucket error = &refinement{"invalid bucket name", ErrInvalidKey}
 	// ErrNoBucket: the bucket (S3, GCS) or container (Azure) does not exist.
 	// Nothing was written.
 	ErrNoBucket = errors.New("bucket does not exist")
@@ -63,6 +68,15 @@ var (
 	// store). A write was not applied.
 	ErrWrongEndpoint = errors.New("endpoint does not serve the store's API")
 )
+
+// refinement is a sentinel that also matches a broader one.
+type refinement struct {
+	msg   string
+	broad error
+}
+
+func (e *refinement) Error() string { return e.msg }
+func (e *refinement) Unwrap() error { return e.broad }
 
 // Error names the operation and the object a portable error is about.
 type Error struct {

@@ -163,7 +163,7 @@ func (c *cli) breakCmd(fs *flagSet) action {
 		}
 		switch out.PrevState {
 		case string(objlease.StateHeld):
-			c.log.Warn(fmt.Sprintf("broke the lease at %q, held by %s (token %d); new token %d", key, out.PrevHold, out.PrevToken, out.Token))
+			c.log.Warn(fmt.Sprintf("broke the lease at %q, held by %s (token %d); new token %d", key, showHolder(out.PrevHold), out.PrevToken, out.Token))
 		default:
 			c.log.Warn(fmt.Sprintf("broke the lease at %q, which was %s; new token %d", key, out.PrevState, out.Token))
 		}
@@ -247,7 +247,7 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 		row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s:\t"+format+"\n", append([]any{k}, args...)...) }
 		row("key", "%s", st.Key)
 		row("state", "%s", r.State)
-		row("holder", "%s", orDash(r.Holder))
+		row("holder", "%s", showHolder(r.Holder))
 		row("token", "%d", r.Token)
 		row("ttl", "%v", r.TTL())
 		row("renewals", "%d", r.Renewals)
@@ -298,7 +298,7 @@ is expired.
 
 Objects that are not lease records are skipped (-v says how many). A prefix
 is a key prefix, not only a directory: file:///var/leases/ lists everything
-under /var/leases, s3://b/jobs/n every key starting with jobs/n.
+under /var/leases, s3://bkt/jobs/n every key starting with jobs/n.
 
 With -o json it prints one JSON object per line with the fields key, state,
 token, holder, ttl_ms, written_at, age_ms, age_clock and expires_in_ms
@@ -365,7 +365,7 @@ func (c *cli) listCmd(fs *flagSet) action {
 			if row.AgeClock != "store" {
 				age += " (writer)"
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", row.Key, row.State, row.Token, orDash(row.Holder), age, expires)
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", row.Key, row.State, row.Token, showHolder(row.Holder), age, expires)
 			return nil
 		})
 		if w != nil {

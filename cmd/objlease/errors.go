@@ -220,6 +220,12 @@ func reason(err error, rawURL string) string {
 		return "store unreachable: " + why + " (check ?endpoint= or " + endpointHint(rawURL) + ", and the network)"
 	case errors.As(err, &ne):
 		return fmt.Sprintf("cannot reach the store: %v (check the endpoint and the network)", ne)
+	case errors.Is(err, providers.ErrInvalidBucket) && errors.As(err, &pe) && bucketOf(rawURL) != "":
+		msg := fmt.Sprintf("the store does not accept the %s name %q", bucketWord(rawURL), bucketOf(rawURL))
+		if parts, ok := pe.Err.(interface{ Unwrap() []error }); ok && len(parts.Unwrap()) > 1 {
+			msg += ": " + parts.Unwrap()[1].Error() // the store's answer
+		}
+		return msg
 	case errors.Is(err, providers.ErrInvalidKey) && errors.As(err, &pe):
 		return fmt.Sprintf("the store does not accept the key %q: %s", pe.Key, strings.TrimPrefix(core(pe), providers.ErrInvalidKey.Error()+": "))
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -112,7 +113,16 @@ func (lf *leaseFlags) addTTL(fs *flagSet) {
 }
 
 func (lf *leaseFlags) addHolder(fs *flagSet) {
-	fs.StringVar(&lf.holder, "holder", "", "holder `identity` written in the record (default HOST/PID/RANDOM)")
+	fs.StringVar(&lf.holder, "holder", "", "holder `identity` written in the record: printable, no control characters, tabs or newlines, at most 256 bytes (default HOST/PID/RANDOM)")
+	fs.checks = append(fs.checks, func() error {
+		if lf.holder == "" {
+			return nil
+		}
+		if err := objlease.CheckHolder(lf.holder); err != nil {
+			return errors.New("--" + strings.TrimPrefix(err.Error(), objlease.ErrInvalidOptions.Error()+": "))
+		}
+		return nil
+	})
 }
 
 func (lf *leaseFlags) addDrift(fs *flagSet) {

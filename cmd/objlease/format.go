@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -66,6 +67,17 @@ func (c *cli) printJSON(v any) error {
 	}
 	_, err = fmt.Fprintf(c.stdout, "%s\n", b)
 	return err
+}
+
+// showHolder is a record's holder to print in a row: "-" if none, quoted
+// as a Go string if it is not one objlease accepts (a record written by
+// another writer may hold a newline or a control character, which would
+// split or forge a row).
+func showHolder(h string) string {
+	if h != "" && objlease.CheckHolder(h) != nil {
+		return strconv.Quote(h)
+	}
+	return orDash(h)
 }
 
 func orDash(s string) string {

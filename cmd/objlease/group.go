@@ -94,7 +94,7 @@ func (c *cli) groupCmd(fs *flagSet) action {
 				if r.Since != nil && !r.Since.IsZero() {
 					since = r.Since.UTC().Format(time.RFC3339)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", r.Name, r.State, r.Token, orDash(r.Holder), since, expiryText(&r.listing))
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", r.Name, r.State, r.Token, showHolder(r.Holder), since, expiryText(&r.listing))
 			}
 		}
 		return w.Flush()

@@ -126,7 +126,7 @@ func (c *cli) sayHeld(ctx context.Context, cl *objlease.Client, held *objlease.H
 		}
 	}
 	c.log.Info(fmt.Sprintf("waiting for %s: held by %s (token %d)%s; earliest takeover by this observer in %s, if it stops renewing",
-		cl.Key(), held.Holder, held.Token, since, roundDuration(held.Wait)))
+		cl.Key(), showHolder(held.Holder), held.Token, since, roundDuration(held.Wait)))
 }
 
 // permanent reports errors that waiting will not cure.

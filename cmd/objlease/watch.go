@@ -16,21 +16,32 @@ import (
 
 const watchDetail = `Prints one line for every change to the lease at URL, or to the leases under
 PREFIX-URL (a URL ending in "/", or any URL with --prefix), until it is
-interrupted (exit 0):
+interrupted (exit 0). Each event follows from the two records it compares
+(the one seen before and the one seen now); what happened between two
+reads that the records cannot tell is said in the detail, not guessed:
 
   observed    the state when watching started
-  acquired    a holder took a free (released or absent) lease
+  acquired    a holder took the lease with a new token; if the record
+              before was held and not seen expired, or tokens were
+              skipped, the detail says what ended unseen between two reads
   renewed     the holder rewrote its record (only with --renewals)
-  released    the holder released it
-  expired     held, but this observer has seen the record unchanged for
-              TTL × (1 + drift): a waiter here may take it over now
-  taken-over  a new holder took it while it was held (after it expired)
-  broken      "objlease break" ended it (a released record, a higher token)
+  released    the holder released it; a released record of a holder never
+              seen holding it prints acquired, then released
+  expired     held, and this observer has seen the record unchanged for
+              TTL × (1 + drift), the rule a waiter here uses: it may take
+              it over now
+  taken-over  a new holder took the next token over a record this observer
+              had seen expired
+  broken      "objlease break" ended it (a released record with a new
+              token and no holder)
   deleted     the object is gone
   not-a-lease the object at URL is not an objlease record (URL only)
+  rewritten   the record changed as objlease never writes it (the token
+              went back, or a token changed holder)
 
 Each line has the time this observer saw the change (its own clock, UTC),
-the key, the holder and the token, and for taken-over the previous holder.
+the key, the holder and the token, and for acquired, taken-over and broken
+the previous holder.
 With -o json it prints one JSON object per event with the fields time,
 event, key, state, token, holder, ttl_ms, renewals and, where they apply,
 previous_holder, previous_token and detail.
@@ -59,22 +70,27 @@ type sighting struct {
 	version  string
 	rec      *objlease.Record // nil: absent, or not a lease record
 	notLease string           // why the object is not a lease record
-	since    time.Time        // when this watcher first saw this version
 	expired  bool             // an expired event was printed for this version
 }
 
-// tracker turns successive sightings of keys into events. It keeps no
-// clock of its own: each call says what time it is, so tests drive it.
+// judgement is the library's answer about the record last read at a key:
+// how long until it expires for this observer, and how long it has been
+// seen unchanged (ok false: no answer).
+type judgement func(key string) (expiresIn, unchanged time.Duration, ok bool)
+
+// tracker turns successive sightings of keys into events. Every event is
+// derived from the two records it compares (see eventsBetween); expiry is
+// the library's judgement, asked of a Client that read the record. It
+// keeps no clock of its own: each call says what time it is.
 type tracker struct {
-	drift    float64
 	renewals bool
 	prefix   bool // skip objects that are not lease records
 	started  bool // the first poll is over: what appears now is new
 	seen     map[string]*sighting
 }
 
-func newTracker(drift float64, renewals, prefix bool) *tracker {
-	return &tracker{drift: drift, renewals: renewals, prefix: prefix, seen: map[string]*sighting{}}
+func newTracker(renewals, prefix bool) *tracker {
+	return &tracker{renewals: renewals, prefix: prefix, seen: map[string]*sighting{}}
 }
 
 // unchanged reports whether version is what was last seen at key.
@@ -90,7 +106,7 @@ func (t *tracker) observe(now time.Time, key, version string, rec *objlease.Reco
 	if known && prev.version == version {
 		return nil
 	}
-	cur := &sighting{version: version, rec: rec, notLease: notLease, since: now}
+	cur := &sighting{version: version, rec: rec, notLease: notLease}
 	if version == "" && t.prefix {
 		delete(t.seen, key) // listed no more; a list does not name absent keys
 	} else {
@@ -103,8 +119,9 @@ func (t *tracker) observe(now time.Time, key, version string, rec *objlease.Reco
 		ev.State, ev.Detail = "not-a-lease", notLease
 	}
 	var p *objlease.Record
+	expired := false
 	if known {
-		p = prev.rec
+		p, expired = prev.rec, prev.expired
 	}
 	switch {
 	case notLease != "":
@@ -124,51 +141,121 @@ func (t *tracker) observe(now time.Time, key, version string, rec *objlease.Reco
 			return nil
 		}
 		ev.Event = "deleted"
-	case p == nil:
-		ev.Event = "acquired"
-		if rec.State == objlease.StateReleased {
-			ev.Event = "broken"
-		}
-	case rec.Token < p.Token:
-		ev.Event, ev.Detail = "rewritten", fmt.Sprintf("token went back from %d: written by something other than objlease", p.Token)
-	case rec.State == objlease.StateHeld && rec.Token == p.Token:
-		if !t.renewals {
-			return nil
-		}
-		ev.Event = "renewed"
-	case rec.State == objlease.StateHeld && p.State == objlease.StateHeld:
-		ev.Event = "taken-over"
-	case rec.State == objlease.StateHeld:
-		ev.Event = "acquired"
-	case rec.Token == p.Token && p.State == objlease.StateHeld:
-		ev.Event = "released"
-	case rec.Token > p.Token:
-		ev.Event = "broken"
 	default:
-		return nil // rewritten released, same token: nothing to say
-	}
-	if p != nil && (ev.Event == "taken-over" || ev.Event == "broken" || ev.Event == "acquired") && p.Holder != "" {
-		ev.PrevHolder, ev.PrevToken = p.Holder, p.Token
+		return eventsBetween(ev, p, expired, rec, t.renewals)
 	}
 	return []watchEvent{ev}
 }
 
-// tick reports the held leases that have expired for this observer by now:
-// their record unchanged for TTL × (1 + drift) since it first saw it.
-func (t *tracker) tick(now time.Time) []watchEvent {
+// eventsBetween names what happened between two records of one key: p, the
+// one seen before (nil: none, the key was absent or held no lease record;
+// expired: this observer printed expired for it), and rec, the one seen
+// now. It says only what follows from the two records and how objlease
+// writes them:
+//
+//   - acquiring writes a held record with the next token and the holder;
+//   - renewing rewrites the held record with the same token;
+//   - releasing rewrites it released, same token and holder;
+//   - breaking writes a released record with the next token and no holder.
+//
+// Several writes may land between two reads; what cannot be told apart
+// is said in the detail rather than guessed.
+func eventsBetween(ev watchEvent, p *objlease.Record, expired bool, rec *objlease.Record, renewals bool) []watchEvent {
+	held := rec.State == objlease.StateHeld
+	if p != nil && rec.Token == p.Token {
+		switch {
+		case held && p.State == objlease.StateHeld && rec.Holder == p.Holder:
+			if !renewals {
+				return nil
+			}
+			ev.Event = "renewed"
+		case !held && p.State == objlease.StateHeld && rec.Holder == p.Holder:
+			ev.Event = "released"
+		case !held && p.State == objlease.StateReleased:
+			return nil // a released record rewritten: nothing to say
+		default:
+			ev.Event, ev.Detail = "rewritten", fmt.Sprintf("token %d rewritten from %s by %s: objlease writes a new token for a new holder, and never holds a released token again",
+				p.Token, describeRecord(p), describeRecord(rec))
+		}
+		return []watchEvent{ev}
+	}
+	if p != nil && rec.Token < p.Token {
+		ev.Event, ev.Detail = "rewritten", fmt.Sprintf("token went back from %d: written by something other than objlease", p.Token)
+		return []watchEvent{ev}
+	}
+	// A new token: a new acquisition (or a break), over p.
+	var unseen []string
+	if p != nil {
+		if p.Holder != "" {
+			ev.PrevHolder, ev.PrevToken = p.Holder, p.Token
+		}
+		if n := rec.Token - p.Token - 1; n == 1 {
+			unseen = append(unseen, fmt.Sprintf("token %d was issued and ended", p.Token+1))
+		} else if n > 1 {
+			unseen = append(unseen, fmt.Sprintf("tokens %d to %d were issued and ended", p.Token+1, rec.Token-1))
+		}
+	}
+	takeover := p != nil && p.State == objlease.StateHeld && expired && rec.Token == p.Token+1
+	if p != nil && p.State == objlease.StateHeld && !takeover && (held || rec.Holder != "") {
+		// Whether p's holder released it, was broken, or was taken over
+		// by a contender that judged it expired before this observer did,
+		// the records do not say.
+		unseen = append([]string{fmt.Sprintf("token %d ended (released, broken or expired)", p.Token)}, unseen...)
+	}
+	between := ""
+	if len(unseen) > 0 {
+		between = strings.Join(unseen, "; ") + " between two reads"
+	}
+	switch {
+	case !held && rec.Holder == "":
+		ev.Event, ev.Detail = "broken", between
+		return []watchEvent{ev}
+	case held:
+		ev.Event, ev.Detail = "acquired", between
+		if takeover {
+			ev.Event = "taken-over"
+		}
+		return []watchEvent{ev}
+	}
+	// Released by a holder this observer never saw holding it: it
+	// acquired and released between two reads.
+	acq := ev
+	acq.Event, acq.Detail = "acquired", "acquired and released between two reads"
+	if takeover {
+		acq.Event = "taken-over"
+	}
+	if between != "" {
+		acq.Detail = between + "; " + acq.Detail
+	}
+	rel := ev
+	rel.Event, rel.PrevHolder, rel.PrevToken = "released", "", 0
+	return []watchEvent{acq, rel}
+}
+
+// describeRecord is a record's state and holder, for a detail.
+func describeRecord(r *objlease.Record) string {
+	if r.Holder == "" {
+		return string(r.State)
+	}
+	return fmt.Sprintf("%s by %s", r.State, showHolder(r.Holder))
+}
+
+// tick reports the held leases that have expired for this observer by now,
+// as the library judges them.
+func (t *tracker) tick(now time.Time, judge judgement) []watchEvent {
 	var evs []watchEvent
 	for key, s := range t.seen {
 		r := s.rec
 		if r == nil || r.State != objlease.StateHeld || s.expired {
 			continue
 		}
-		wait := time.Duration(float64(r.TTL()) * (1 + t.drift))
-		if now.Sub(s.since) < wait {
+		left, unchanged, ok := judge(key)
+		if !ok || left > 0 {
 			continue
 		}
 		s.expired = true
 		evs = append(evs, watchEvent{Time: now, Event: "expired", Key: key, State: string(r.State), Token: r.Token, Holder: r.Holder,
-			TTLMillis: r.TTLMillis, Renewals: r.Renewals, Detail: fmt.Sprintf("unchanged for %s, TTL × (1 + drift), by this observer's clock", roundDuration(wait))})
+			TTLMillis: r.TTLMillis, Renewals: r.Renewals, Detail: fmt.Sprintf("unchanged for %s, TTL × (1 + drift), by this observer's clock", roundDuration(unchanged))})
 	}
 	slices.SortFunc(evs, func(a, b watchEvent) int { return strings.Compare(a.Key, b.Key) })
 	return evs
@@ -176,18 +263,17 @@ func (t *tracker) tick(now time.Time) []watchEvent {
 
 // nextExpiry is how long from now until the next held lease would expire
 // for this observer (ok false if none is pending).
-func (t *tracker) nextExpiry(now time.Time) (time.Duration, bool) {
+func (t *tracker) nextExpiry(judge judgement) (time.Duration, bool) {
 	var next time.Duration
-	ok := false
-	for _, s := range t.seen {
+	found := false
+	for key, s := range t.seen {
 		if r := s.rec; r != nil && r.State == objlease.StateHeld && !s.expired {
-			d := time.Duration(float64(r.TTL())*(1+t.drift)) - now.Sub(s.since)
-			if !ok || d < next {
-				next, ok = d, true
+			if d, _, ok := judge(key); ok && (!found || d < next) {
+				next, found = d, true
 			}
 		}
 	}
-	return max(next, 0), ok
+	return max(next, 0), found
 }
 
 func (c *cli) watchCmd(fs *flagSet) action {
@@ -209,7 +295,7 @@ func (c *cli) watchCmd(fs *flagSet) action {
 		}
 		defer store.Close()
 		isPrefix := *prefix || key == "" || strings.HasSuffix(key, "/")
-		w := &watcher{c: c, store: store, key: key, t: newTracker(lf.drift, *renewals, isPrefix), clock: clock.Real(), asJSON: *asJSON}
+		w := newWatcher(c, store, key, newTracker(*renewals, isPrefix), clock.Real(), lf.drift, *asJSON)
 		err = w.run(ctx, poll)
 		if _, ok := interrupted(ctx); ok {
 			return nil // the way to stop watching
@@ -218,15 +304,51 @@ func (c *cli) watchCmd(fs *flagSet) action {
 	}
 }
 
-// watcher polls a key or a prefix and prints what changed.
+// watcher polls a key or a prefix and prints what changed. It reads each
+// key through a lease Client of its own, which never writes: the Client
+// judges expiry by the same rule a waiting contender does.
 type watcher struct {
-	c      *cli
-	store  providers.Store
-	key    string // the key, or the prefix
-	t      *tracker
-	clock  clock.Clock
-	asJSON bool
-	failed bool // the last poll failed: say so once, and once when it recovers
+	c       *cli
+	store   providers.Store
+	key     string // the key, or the prefix
+	t       *tracker
+	clock   clock.Clock
+	drift   float64
+	asJSON  bool
+	clients map[string]*objlease.Client
+	failed  bool // the last poll failed: say so once, and once when it recovers
+}
+
+func newWatcher(c *cli, store providers.Store, key string, t *tracker, clk clock.Clock, drift float64, asJSON bool) *watcher {
+	return &watcher{c: c, store: store, key: key, t: t, clock: clk, drift: drift, asJSON: asJSON, clients: map[string]*objlease.Client{}}
+}
+
+// client returns the Client that reads key; fresh makes a new one, which
+// has seen nothing yet.
+func (w *watcher) client(key string, fresh bool) (*objlease.Client, error) {
+	if cl, ok := w.clients[key]; ok && !fresh {
+		return cl, nil
+	}
+	cl, err := objlease.New(w.store, key, objlease.Options{DriftBound: w.drift, Clock: w.clock, Holder: "objlease-watch"})
+	if err != nil {
+		return nil, err
+	}
+	w.clients[key] = cl
+	return cl, nil
+}
+
+// judge is the library's judgement of the record last read at key, now. A
+// Client's Observe of the version it last read sends no request.
+func (w *watcher) judge(key string) (time.Duration, time.Duration, bool) {
+	cl, s := w.clients[key], w.t.seen[key]
+	if cl == nil || s == nil || s.rec == nil {
+		return 0, 0, false
+	}
+	sg := cl.Observe(providers.Attrs{Key: key, Version: s.version})
+	if sg.Status == nil {
+		return 0, 0, false
+	}
+	return sg.Status.ExpiresIn, sg.Unchanged, true
 }
 
 func (w *watcher) run(ctx context.Context, poll time.Duration) error {
@@ -247,11 +369,14 @@ func (w *watcher) run(ctx context.Context, poll time.Duration) error {
 			w.failed = false
 			w.c.log.Warn("reading the store again")
 		}
-		if err := w.print(w.t.tick(w.clock.Now())); err != nil {
-			return err
+		if err == nil {
+			// Expired only when a read has just seen the record unchanged.
+			if err := w.print(w.t.tick(w.clock.Now(), w.judge)); err != nil {
+				return err
+			}
 		}
 		wait := poll
-		if d, ok := w.t.nextExpiry(w.clock.Now()); ok && d < wait {
+		if d, ok := w.t.nextExpiry(w.judge); ok && d < wait {
 			wait = d + time.Millisecond // print expired on time
 		}
 		t := w.clock.NewTimer(wait)
@@ -267,7 +392,7 @@ func (w *watcher) run(ctx context.Context, poll time.Duration) error {
 // poll reads once and prints the changes.
 func (w *watcher) poll(ctx context.Context) error {
 	if !w.t.prefix {
-		return w.read(ctx, w.key)
+		return w.read(ctx, w.key, "")
 	}
 	listed := map[string]bool{}
 	err := providers.Walk(ctx, w.store, w.key, func(a providers.Attrs) error {
@@ -275,7 +400,7 @@ func (w *watcher) poll(ctx context.Context) error {
 		if w.t.unchanged(a.Key, a.Version) {
 			return nil // costs no read
 		}
-		return w.read(ctx, a.Key)
+		return w.read(ctx, a.Key, a.Version)
 	})
 	if err != nil {
 		return err
@@ -288,6 +413,7 @@ func (w *watcher) poll(ctx context.Context) error {
 	}
 	slices.Sort(gone)
 	for _, k := range gone {
+		delete(w.clients, k)
 		if err := w.print(w.t.observe(w.clock.Now(), k, "", nil, "")); err != nil {
 			return err
 		}
@@ -295,32 +421,58 @@ func (w *watcher) poll(ctx context.Context) error {
 	return nil
 }
 
-// read reads the object at key and prints what changed.
-func (w *watcher) read(ctx context.Context, key string) error {
-	obj, err := w.store.Get(ctx, key, objlease.MaxRecordSize)
-	now := w.clock.Now()
-	switch {
-	case errors.Is(err, providers.ErrNotFound):
-		return w.print(w.t.observe(now, key, "", nil, ""))
-	case errors.Is(err, providers.ErrTooLarge):
-		a, serr := w.store.Stat(ctx, key)
-		if serr != nil {
-			return serr
+// read reads the record at key and prints what changed. listed is the
+// version a listing showed ("" for a single key).
+func (w *watcher) read(ctx context.Context, key, listed string) error {
+	if s := w.t.seen[key]; listed == "" && s != nil && s.notLease != "" {
+		// Not a lease record when last read: look again only if it changed.
+		a, err := w.store.Stat(ctx, key)
+		switch {
+		case errors.Is(err, providers.ErrNotFound):
+		case err != nil:
+			return err
+		case a.Version == s.version:
+			return nil
 		}
-		return w.print(w.t.observe(now, key, a.Version, nil, fmt.Sprintf("larger than a record can be (%d bytes)", objlease.MaxRecordSize)))
-	case err != nil:
+	}
+	cl, err := w.client(key, false)
+	if err != nil {
 		return err
 	}
-	rec, derr := objlease.DecodeRecord(key, obj.Data)
-	if derr != nil {
-		why := derr.Error()
-		var re *objlease.RecordError
-		if errors.As(derr, &re) {
-			why = re.Reason
+	st, err := cl.Inspect(ctx)
+	var re *objlease.RecordError
+	if errors.As(err, &re) && errors.Is(err, objlease.ErrBadRecord) {
+		if s := w.t.seen[key]; s != nil && s.rec != nil {
+			// A record whose token went back is refused by a Client that
+			// saw a higher one; a fresh Client reads it, so that the
+			// watcher can say it was rewritten.
+			if cl, err = w.client(key, true); err != nil {
+				return err
+			}
+			st, err = cl.Inspect(ctx)
 		}
-		return w.print(w.t.observe(now, key, obj.Version, nil, why))
 	}
-	return w.print(w.t.observe(now, key, obj.Version, rec, ""))
+	now := w.clock.Now()
+	switch {
+	case err == nil && st.Record == nil:
+		return w.print(w.t.observe(now, key, "", nil, ""))
+	case err == nil:
+		return w.print(w.t.observe(now, key, st.Version, st.Record, ""))
+	case !errors.As(err, &re):
+		return err
+	}
+	version := listed
+	if version == "" {
+		a, serr := w.store.Stat(ctx, key)
+		switch {
+		case errors.Is(serr, providers.ErrNotFound):
+			return w.print(w.t.observe(now, key, "", nil, ""))
+		case serr != nil:
+			return serr
+		}
+		version = a.Version
+	}
+	return w.print(w.t.observe(now, key, version, nil, re.Reason))
 }
 
 func (w *watcher) print(evs []watchEvent) error {
@@ -345,10 +497,10 @@ func (ev watchEvent) text() string {
 		s += fmt.Sprintf("  token=%d", ev.Token)
 	}
 	if ev.Holder != "" {
-		s += "  holder=" + ev.Holder
+		s += "  holder=" + showHolder(ev.Holder)
 	}
 	if ev.PrevHolder != "" {
-		s += fmt.Sprintf("  previous=%s (token %d)", ev.PrevHolder, ev.PrevToken)
+		s += fmt.Sprintf("  previous=%s (token %d)", showHolder(ev.PrevHolder), ev.PrevToken)
 	}
 	if ev.Detail != "" {
 		s += "  (" + ev.Detail + ")"

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/objlease/objlease/internal/bucketname"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -56,6 +57,14 @@ type location struct {
 	account, endpoint string // from the query; empty if not given
 }
 
+// ContainerRule is the rule for Azure Blob container names that Open
+// enforces before any request; $root, $web and $logs are the service's own.
+var ContainerRule = bucketname.Rule{
+	Store: "Azure", Word: "container", Min: 3, Max: 63, Allowed: "-",
+	NoDoubleHyphen: true, Special: []string{"$root", "$web", "$logs"},
+	Summary: "Azure container names have 3 to 63 characters: lowercase letters, digits and hyphens, beginning and ending with a letter or digit, with no two hyphens in a row",
+}
+
 func parseURL(u *url.URL) (location, error) {
 	bad := func(format string, args ...any) (location, error) {
 		return location{}, fmt.Errorf("%w %q: %s", providers.ErrBadURL, u.Redacted(), fmt.Sprintf(format, args...))
@@ -68,6 +77,9 @@ func parseURL(u *url.URL) (location, error) {
 	}
 	if u.Host == "" {
 		return bad("no container (want azblob://CONTAINER/KEY)")
+	}
+	if err := ContainerRule.Check(u.Host); err != nil {
+		return location{}, fmt.Errorf("%w %q: %w", providers.ErrBadURL, u.Redacted(), err)
 	}
 	loc := location{container: u.Host, key: strings.TrimPrefix(u.Path, "/")}
 	for name, vals := range u.Query() {

@@ -27,6 +27,8 @@ func TestParseURL(t *testing.T) {
 		{"azblob://leases/jobs/night%20ly%C3%BC", location{container: "leases", key: "jobs/night lyü"}},
 		{"azblob://leases/k?account=acct", location{container: "leases", key: "k", account: "acct"}},
 		{"azblob://leases/k?endpoint=https://acct.blob.core.windows.net/", location{container: "leases", key: "k", endpoint: "https://acct.blob.core.windows.net"}},
+		{"azblob://a-1-b/k", location{container: "a-1-b", key: "k"}},
+		{"azblob://$web/k", location{container: "$web", key: "k"}},
 	}
 	for _, tt := range good {
 		u, err := url.Parse(tt.url)
@@ -52,6 +54,26 @@ func TestParseURL(t *testing.T) {
 		}
 		if _, err := parseURL(u); !errors.Is(err, providers.ErrBadURL) {
 			t.Errorf("parseURL(%q): %v, want ErrBadURL", raw, err)
+		}
+	}
+	// Container names Azure cannot have: the container's fault, named,
+	// before any request.
+	for _, bad := range []struct{ url, mention string }{
+		{"azblob://c/lease", `container "c" is not a valid Azure container name: it has 1 characters; Azure container names have 3 to 63 characters`},
+		{"azblob://Leases/lease", `it has the capital "L" at byte 0`},
+		{"azblob://my.leases/lease", `it has "." at byte 2`},
+		{"azblob://my_leases/lease", `it has "_" at byte 2`},
+		{"azblob://my--leases/lease", "two hyphens in a row"},
+		{"azblob://leases-/lease", "begin and end with a lowercase letter or a digit"},
+		{"azblob://" + strings.Repeat("c", 64) + "/lease", "it has 64 characters"},
+	} {
+		u, err := url.Parse(bad.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = parseURL(u)
+		if !errors.Is(err, providers.ErrBadURL) || !errors.Is(err, providers.ErrInvalidBucket) || !strings.Contains(err.Error(), bad.mention) {
+			t.Errorf("parseURL(%q): %v, want ErrBadURL and ErrInvalidBucket mentioning %s", bad.url, err, bad.mention)
 		}
 	}
 }

@@ -84,6 +84,10 @@ func (s *Store) mapErr(ctx context.Context, slot *replySlot, op, key string, err
 	// GCS and fake-gcs-server: 404 on a read.
 	case notFound:
 		sentinel = providers.ErrNotFound
+	// GCS: 400 "Invalid bucket name: '...'", for a name Open's check let
+	// through: the bucket's fault, not the key's.
+	case status == http.StatusBadRequest && strings.Contains(strings.ToLower(ge.Message+" "+body), "bucket name"):
+		sentinel = fmt.Errorf("%w %q", providers.ErrInvalidBucket, s.name)
 	// GCS: 400 invalid, an object name it refuses.
 	case status == http.StatusBadRequest:
 		sentinel = providers.ErrInvalidKey

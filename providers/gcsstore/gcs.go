@@ -84,6 +84,8 @@
 //	only "Not Found" for bucket and object)    ErrNoBucket if it is missing
 //	404 on Replace or Delete                   ErrPrecondition
 //	404 on Get or Stat                         ErrNotFound
+//	400 "Invalid bucket name"                  ErrInvalidBucket (also
+//	                                           ErrInvalidKey), naming the bucket
 //	400 (object name refused)                  ErrInvalidKey
 //	no connection (refused, DNS, TLS): nothing
 //	was sent                                   ErrUnreachable

@@ -179,6 +179,9 @@ func TestErrorMapping(t *testing.T) {
 		{"get missing", "get", gcsError(404, "notFound", noObjectMsg), providers.ErrNotFound, 404, false},
 		{"stat missing", "stat", gcsError(404, "notFound", noObjectMsg), providers.ErrNotFound, 404, false},
 		{"create bad name", "create", gcsError(400, "invalid", "The specified object name is not valid."), providers.ErrInvalidKey, 400, false},
+		// A bucket name the store refuses: the bucket's fault, not the key's.
+		{"create invalid bucket name", "create", gcsError(400, "invalid", "Invalid bucket name: '"+testBucket+"'"), providers.ErrInvalidBucket, 400, true},
+		{"stat invalid bucket name", "stat", gcsError(400, "invalid", "Invalid bucket name: '"+testBucket+"'"), providers.ErrInvalidBucket, 400, true},
 		{"create 503", "create", gcsError(503, "backendError", "We encountered an internal error. Please try again."), providers.ErrUnknownOutcome, 503, false},
 		{"replace 500", "replace", gcsError(500, "internalError", "Internal Error"), providers.ErrUnknownOutcome, 500, false},
 		{"delete 502", "delete", gcsError(502, "badGateway", "Bad Gateway"), providers.ErrUnknownOutcome, 502, false},
@@ -277,9 +280,10 @@ func checkErr(t *testing.T, err error, op, key string, want error) {
 	}
 	sentinels := []error{providers.ErrNotFound, providers.ErrPrecondition, providers.ErrConflict, providers.ErrThrottled,
 		providers.ErrUnknownOutcome, providers.ErrTooLarge, providers.ErrInvalidKey, providers.ErrNoBucket,
-		providers.ErrPermission, providers.ErrUnreachable, providers.ErrWrongEndpoint}
+		providers.ErrPermission, providers.ErrUnreachable, providers.ErrWrongEndpoint, providers.ErrInvalidBucket}
 	for _, s := range sentinels {
-		if errors.Is(err, s) != (s == want) {
+		// ErrInvalidBucket is a kind of ErrInvalidKey.
+		if errors.Is(err, s) != (s == want || s == providers.ErrInvalidKey && want == providers.ErrInvalidBucket) {
 			t.Errorf("%s: errors.Is(err, %q) = %v; err: %v", op, s, errors.Is(err, s), err)
 		}
 	}
@@ -416,16 +420,18 @@ func TestParseURL(t *testing.T) {
 	for _, tt := range []struct {
 		url, bucket, key, endpoint string
 	}{
-		{"gs://b", "b", "", ""},
-		{"gs://b/", "b", "", ""},
-		{"gs://b/leases/job", "b", "leases/job", ""},
-		{"gs://b/leases/", "b", "leases/", ""},
+		{"gs://bkt", "bkt", "", ""},
+		{"gs://bkt/", "bkt", "", ""},
+		{"gs://bkt/leases/job", "bkt", "leases/job", ""},
+		{"gs://bkt/leases/", "bkt", "leases/", ""},
 		{"gs://my.bucket_1/a%20b/%D0%BA%23x%3F", "my.bucket_1", "a b/к#x?", ""},
-		{"gs://b/k?endpoint=http://127.0.0.1:4443/storage/v1/", "b", "k", "http://127.0.0.1:4443/storage/v1/"},
+		{"gs://" + strings.Repeat("b", 63) + "/k", strings.Repeat("b", 63), "k", ""},
+		{"gs://" + strings.Repeat(strings.Repeat("b", 63)+".", 3) + strings.Repeat("b", 30) + "/k", strings.Repeat(strings.Repeat("b", 63)+".", 3) + strings.Repeat("b", 30), "k", ""},
+		{"gs://bkt/k?endpoint=http://127.0.0.1:4443/storage/v1/", "bkt", "k", "http://127.0.0.1:4443/storage/v1/"},
 		// A server's address means the JSON API below it.
-		{"gs://b/k?endpoint=http://127.0.0.1:4443", "b", "k", "http://127.0.0.1:4443/storage/v1/"},
-		{"gs://b/k?endpoint=http://127.0.0.1:4443/", "b", "k", "http://127.0.0.1:4443/storage/v1/"},
-		{"gs://b/k?endpoint=https%3A%2F%2Fstorage.example.com%2Fstorage%2Fv1%2F", "b", "k", "https://storage.example.com/storage/v1/"},
+		{"gs://bkt/k?endpoint=http://127.0.0.1:4443", "bkt", "k", "http://127.0.0.1:4443/storage/v1/"},
+		{"gs://bkt/k?endpoint=http://127.0.0.1:4443/", "bkt", "k", "http://127.0.0.1:4443/storage/v1/"},
+		{"gs://bkt/k?endpoint=https%3A%2F%2Fstorage.example.com%2Fstorage%2Fv1%2F", "bkt", "k", "https://storage.example.com/storage/v1/"},
 	} {
 		u, err := url.Parse(tt.url)
 		if err != nil {
@@ -439,12 +445,12 @@ func TestParseURL(t *testing.T) {
 	for _, bad := range []string{
 		"gs:///key",
 		"gs:b/key",
-		"gs://user@b/key",
-		"gs://b:99/key",
-		"gs://b/key#frag",
-		"gs://b/key?region=eu",
-		"gs://b/key?endpoint=127.0.0.1:4443",
-		"gs://b/key?endpoint=ftp://h/",
+		"gs://user@bkt/key",
+		"gs://bkt:99/key",
+		"gs://bkt/key#frag",
+		"gs://bkt/key?region=eu",
+		"gs://bkt/key?endpoint=127.0.0.1:4443",
+		"gs://bkt/key?endpoint=ftp://h/",
 	} {
 		u, err := url.Parse(bad)
 		if err != nil {
@@ -455,6 +461,23 @@ func TestParseURL(t *testing.T) {
 		}
 		if _, _, err := providers.Open(t.Context(), bad); !errors.Is(err, providers.ErrBadURL) {
 			t.Errorf("Open(%q): %v, want ErrBadURL", bad, err)
+		}
+	}
+	// Bucket names GCS cannot have: the bucket's fault, named, before any
+	// request.
+	for _, bad := range []struct{ url, mention string }{
+		{"gs://b/lease", `bucket "b" is not a valid GCS bucket name: it has 1 characters; GCS bucket names have 3 to 63 characters`},
+		{"gs://" + strings.Repeat("b", 64) + "/lease", "it has 64 characters"},
+		{"gs://" + strings.Repeat("b", 64) + ".b/lease", `its dot-separated part "` + strings.Repeat("b", 64) + `" has 64 characters`},
+		{"gs://" + strings.Repeat("b.", 112) + "/lease", "it has 224 characters"},
+		{"gs://Ops/lease", `it has the capital "O" at byte 0`},
+		{"gs://ops!x/lease", `it has "!" at byte 3`},
+		{"gs://_ops/lease", "begin and end with a lowercase letter or a digit"},
+		{"gs://10.0.0.1/lease", "formed like an IP address"},
+	} {
+		_, _, err := providers.Open(t.Context(), bad.url)
+		if !errors.Is(err, providers.ErrBadURL) || !errors.Is(err, providers.ErrInvalidBucket) || !strings.Contains(err.Error(), bad.mention) {
+			t.Errorf("Open(%q): %v, want ErrBadURL and ErrInvalidBucket mentioning %s", bad.url, err, bad.mention)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/api/option"
 	htransport "google.golang.org/api/transport/http"
 
+	"github.com/objlease/objlease/internal/bucketname"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -70,7 +71,19 @@ func parseURL(u *url.URL) (bucket, key, endpoint string, err error) {
 			endpoint = e.String()
 		}
 	}
+	if err := BucketRule.Check(u.Host); err != nil {
+		return "", "", "", fmt.Errorf("%w %q: %w", providers.ErrBadURL, u.Redacted(), err)
+	}
 	return u.Host, strings.TrimPrefix(u.Path, "/"), endpoint, nil
+}
+
+// BucketRule is the rule for Cloud Storage bucket names that Open enforces
+// before any request. (GCS also refuses names that begin with "goog" or
+// hold "google"; the store says so itself.)
+var BucketRule = bucketname.Rule{
+	Store: "GCS", Word: "bucket", Min: 3, Max: 63, DottedMax: 222, Allowed: "-_.",
+	NoIP:    true,
+	Summary: "GCS bucket names have 3 to 63 characters (up to 222 with dots, 63 between dots): lowercase letters, digits, hyphens, underscores and dots, beginning and ending with a letter or digit, not formed like an IP address",
 }
 
 // readAttempts bounds the attempts of a read from an opened store.

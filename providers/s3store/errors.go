@@ -105,8 +105,14 @@ func (s *Store) mapError(op, key string, req request, err error) error {
 	case a.status == 429, a.status == 503 && a.code == "SlowDown":
 		sentinel = providers.ErrThrottled
 
-	// AWS: 400 KeyTooLongError, InvalidBucketName.
-	case a.code == "KeyTooLongError", a.code == "InvalidBucketName":
+	// AWS: 400 InvalidBucketName, for a name Open's check let through (an
+	// S3-compatible store with a rule of its own): the bucket's fault, not
+	// the key's.
+	case a.code == "InvalidBucketName":
+		sentinel = fmt.Errorf("%w %q", providers.ErrInvalidBucket, s.bucket)
+
+	// AWS: 400 KeyTooLongError.
+	case a.code == "KeyTooLongError":
 		sentinel = providers.ErrInvalidKey
 
 	// S3-compatible stores without conditional writes answer 501

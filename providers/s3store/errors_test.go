@@ -20,7 +20,7 @@ import (
 var sentinels = []error{
 	providers.ErrNotFound, providers.ErrPrecondition, providers.ErrConflict, providers.ErrThrottled,
 	providers.ErrUnknownOutcome, providers.ErrInvalidKey, ErrNoBucket, ErrCredentials, errors.ErrUnsupported,
-	providers.ErrUnreachable,
+	providers.ErrUnreachable, providers.ErrInvalidBucket,
 }
 
 // checkMapped fails t unless err names op and key, matches want (and no other
@@ -35,7 +35,8 @@ func checkMapped(t *testing.T, err error, op, key string, want error) {
 		t.Errorf("%s %q: %v (%T) does not name the operation and key", op, key, err, err)
 	}
 	for _, s := range sentinels {
-		if got := errors.Is(err, s); got != (s == want) {
+		// ErrInvalidBucket is a kind of ErrInvalidKey.
+		if got := errors.Is(err, s); got != (s == want || s == providers.ErrInvalidKey && want == providers.ErrInvalidBucket) {
 			t.Errorf("%s %q: errors.Is(err, %v) = %v: %v", op, key, s, got, err)
 		}
 	}
@@ -86,6 +87,9 @@ func TestMapError(t *testing.T) {
 		{"create skewed clock", "create", 403, "RequestTimeTooSkewed", "The difference between the request time and the current time is too large.", nil, 1},
 		// Keys the store refuses.
 		{"create key too long", "create", 400, "KeyTooLongError", "Your key is too long", providers.ErrInvalidKey, 1},
+		// A bucket name the store refuses: the bucket's fault, not the key's.
+		{"get invalid bucket name", "get", 400, "InvalidBucketName", "The specified bucket is not valid.", providers.ErrInvalidBucket, 1},
+		{"create invalid bucket name", "create", 400, "InvalidBucketName", "The specified bucket is not valid.", providers.ErrInvalidBucket, 1},
 		// A store without conditional writes.
 		{"create not implemented", "create", 501, "NotImplemented", "A header you provided implies functionality that is not implemented", errors.ErrUnsupported, 1},
 		// Failures inside the store: a write may have landed; a read is retried.
@@ -120,6 +124,9 @@ func TestMapError(t *testing.T) {
 			}
 			if got := f.requests(methodOf(tt.op)); tt.wantAttempts != 0 && got != tt.wantAttempts {
 				t.Errorf("%d %s requests, want %d", got, methodOf(tt.op), tt.wantAttempts)
+			}
+			if tt.code == "InvalidBucketName" && !strings.Contains(err.Error(), `invalid bucket name "`+testBucket+`"`) {
+				t.Errorf("error does not say the bucket name %q is invalid: %v", testBucket, err)
 			}
 			if errors.Is(err, ErrNoBucket) || errors.Is(err, ErrCredentials) {
 				if !strings.Contains(err.Error(), `"`+testBucket+`"`) {

@@ -13,10 +13,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/objlease/objlease/internal/bucketname"
 	"github.com/objlease/objlease/providers"
 )
 
 func init() { providers.Register("s3", open) }
+
+// BucketRule is the rule for S3 bucket names (general purpose and
+// directory buckets) that Open enforces before any request. Buckets created
+// before March 2018 in us-east-1 could have capitals and underscores; this
+// package does not open them.
+var BucketRule = bucketname.Rule{
+	Store: "S3", Word: "bucket", Min: 3, Max: 63, Allowed: ".-",
+	NoDoubleDot: true, NoIP: true,
+	Summary: "S3 bucket names have 3 to 63 characters: lowercase letters, digits, dots and hyphens, beginning and ending with a letter or digit, with no two dots in a row, not formed like an IP address",
+}
 
 // urlConfig is what an s3:// URL asks for.
 type urlConfig struct {
@@ -39,6 +50,9 @@ func parseURL(u *url.URL) (urlConfig, error) {
 		return c, bad("no bucket (want s3://BUCKET/KEY)")
 	case u.Port() != "":
 		return c, bad("bucket %q has a port; put the store's address in ?endpoint=", c.bucket)
+	}
+	if err := BucketRule.Check(c.bucket); err != nil {
+		return c, fmt.Errorf("%w %q: %w", providers.ErrBadURL, u.Redacted(), err)
 	}
 	for name, vals := range u.Query() {
 		if len(vals) != 1 {

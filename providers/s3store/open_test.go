@@ -24,6 +24,10 @@ func TestParseURL(t *testing.T) {
 		{"s3://bkt/leases/job", urlConfig{bucket: "bkt", key: "leases/job"}},
 		{"s3://bkt/leases/", urlConfig{bucket: "bkt", key: "leases/"}},
 		{"s3://my.bucket/a%20b/%D0%BA", urlConfig{bucket: "my.bucket", key: "a b/к"}},
+		{"s3://abc/k", urlConfig{bucket: "abc", key: "k"}},
+		{"s3://" + strings.Repeat("b", 63) + "/k", urlConfig{bucket: strings.Repeat("b", 63), key: "k"}},
+		{"s3://logs-2026.example-1/k", urlConfig{bucket: "logs-2026.example-1", key: "k"}},
+		{"s3://base--usw2-az1--x-s3/k", urlConfig{bucket: "base--usw2-az1--x-s3", key: "k"}},
 		{"s3://bkt/k?region=eu-west-1", urlConfig{bucket: "bkt", key: "k", region: "eu-west-1"}},
 		{"s3://bkt/k?endpoint=http://127.0.0.1:7070&region=us-east-1&path_style=true",
 			urlConfig{bucket: "bkt", key: "k", endpoint: "http://127.0.0.1:7070", region: "us-east-1", pathStyle: &yes}},
@@ -55,13 +59,23 @@ func TestParseURL(t *testing.T) {
 		{"s3://bkt/k?endpoint=127.0.0.1:7070", "not an http(s) URL"},
 		{"s3://bkt/k?path_style=maybe", `"maybe"`},
 		{"s3://bkt/k?region=a&region=b", "2 times"},
+		// Bucket names S3 cannot have, refused before any request and
+		// named as the bucket's fault, not the key's.
+		{"s3://bk/lease", `bucket "bk" is not a valid S3 bucket name: it has 2 characters; S3 bucket names have 3 to 63`},
+		{"s3://" + strings.Repeat("b", 64) + "/lease", "it has 64 characters"},
+		{"s3://My-Bucket/lease", `bucket "My-Bucket" is not a valid S3 bucket name: it has the capital "M" at byte 0`},
+		{"s3://my_bucket/lease", `it has "_" at byte 2`},
+		{"s3://-bucket/lease", "begin and end with a lowercase letter or a digit"},
+		{"s3://bucket./lease", "begin and end with a lowercase letter or a digit"},
+		{"s3://my..bucket/lease", "two dots in a row"},
+		{"s3://192.168.5.4/lease", "formed like an IP address"},
 	} {
 		u, err := url.Parse(bad.url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = parseURL(u)
-		if !errors.Is(err, providers.ErrBadURL) || !strings.Contains(err.Error(), bad.mention) {
+		if !errors.Is(err, providers.ErrBadURL) || !strings.Contains(err.Error(), bad.mention) || strings.Contains(err.Error(), "not a valid S3 bucket name") != errors.Is(err, providers.ErrInvalidBucket) {
 			t.Errorf("parseURL(%q) = %v, want ErrBadURL mentioning %s", bad.url, err, bad.mention)
 		}
 		if strings.Contains(bad.url, "secret") && strings.Contains(err.Error(), "secret") {

@@ -77,7 +77,8 @@
 //	403 (AWS: InvalidAccessKeyId, SignatureDoesNotMatch, AccessDenied),
 //	404 XAdminUserNotFound (versitygw: unknown key),
 //	400 ExpiredToken, InvalidToken                                      ErrPermission, naming the bucket
-//	400 KeyTooLongError, InvalidBucketName                              ErrInvalidKey
+//	400 InvalidBucketName                                               ErrInvalidBucket (also ErrInvalidKey), naming the bucket
+//	400 KeyTooLongError                                                 ErrInvalidKey
 //	501 NotImplemented (store lacks conditional writes)                 errors.ErrUnsupported
 //	no connection (refused, DNS, TLS handshake): nothing sent           ErrUnreachable
 //	on PUT and DELETE: transport error, lost reply, timeout or
