@@ -3,7 +3,8 @@
 #
 #   1. scripts/install-emulators.sh (a no-op once they are installed);
 #   2. go vet and a gofmt check, in the root module and in integration/;
-#   3. go test -race -count=1 ./... in the root module;
+#   3. go test -race -count=1 ./... in the root module, then 1,000 more
+#      seeds of the simulation;
 #   4. the same in integration/ twice: against emulators the tests start as
 #      local processes from $OBJLEASE_EMULATORS_DIR, then against the same
 #      emulators as containers (OBJLEASE_EMULATORS=docker), with a Docker
@@ -77,6 +78,11 @@ module() {
 	step gofmt gofmt_check "$dir" "$@"
 	if [[ $dir == "$repo" ]]; then
 		step test go test -race -count=1 "${test_flags[@]}" ./...
+		# 1,000 seeds of the simulation beyond the 150 the test step runs
+		# (without -race, a few minutes on 2 cores): a violation there fails
+		# the run. The whole long run is -sim.long alone (5,000 seeds).
+		step "simulation, seeds 151-1150" go test -count=1 -timeout 30m ./objlease/sim/ \
+			-run '^TestSimulationLong$' -sim.long -sim.from=151 -sim.seeds=1000
 	fi
 	results+=("$name:${summary%,}")
 }
