@@ -80,7 +80,12 @@ type Options struct {
 	// through package fence is never overwritten.
 	Force bool
 
-	// Clock is the time source. Default the real clock.
+	// Clock is the time source. Default clock.Real(), which counts time
+	// the machine spent suspended and never steps (see package clock). A
+	// clock of one's own is only compared with itself (Sub, Before), and
+	// one that stops while the machine is suspended, as time.Now's
+	// monotonic reading does on Linux, lets a holder wake from a suspend
+	// believing it still holds.
 	Clock clock.Clock
 	// Logger receives structured logs. Default: discard.
 	Logger *slog.Logger
