@@ -662,10 +662,10 @@ func (r *Retry) StoreErr() error { return r.last }
 
 // IsPermanent reports errors that waiting will not cure: the object at the
 // key is not a usable record (or, with Force, shows no token to continue
-// above), the options or key are invalid, a write's
-// outcome could not be determined, or the store refuses the request as
-// configured (missing bucket, refused credentials, wrong endpoint, an
-// operation it does not support).
+// above), the options or key are invalid, a write's outcome could not be
+// determined, or the store refuses the request as configured (missing
+// bucket, refused credentials, wrong endpoint, an operation it does not
+// support).
 func IsPermanent(err error) bool {
 	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrNewerSchema) || errors.Is(err, ErrInvalidOptions) ||
 		errors.Is(err, ErrFencedObject) || errors.Is(err, ErrTokenExhausted) || errors.Is(err, ErrTokenUnknown) ||

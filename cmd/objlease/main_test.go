@@ -66,8 +66,9 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdPutobj creates (or overwrites) an object through the store a URL names, so that a
-// script can put a foreign or malformed object where a lease would be:
+// cmdPutobj creates (or overwrites, as a foreign writer would) an object
+// through the store a URL names, so that a script can put a foreign or
+// malformed object where a lease would be:
 //
 //	putobj URL file
 func cmdPutobj(ts *testscript.TestScript, neg bool, args []string) {
@@ -80,7 +81,7 @@ func cmdPutobj(ts *testscript.TestScript, neg bool, args []string) {
 	ctx := context.Background()
 	data := []byte(ts.ReadFile(args[1]))
 	_, err = store.Create(ctx, key, data, nil)
-	if errors.Is(err, providers.ErrPrecondition) { // there already: overwrite it, as a foreign writer would
+	if errors.Is(err, providers.ErrPrecondition) {
 		a, serr := store.Stat(ctx, key)
 		ts.Check(serr)
 		_, err = store.Replace(ctx, key, data, nil, a.Version)
