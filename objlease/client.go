@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -79,6 +80,10 @@ func New(store providers.Store, key string, opts Options) (*Client, error) {
 	if err := opts.validate(store.Properties().MinWriteInterval); err != nil {
 		return nil, fmt.Errorf("lease %q: %w", key, err)
 	}
+	if slices.Contains(opts.FencedKeys, key) {
+		return nil, fmt.Errorf("lease %q: %w: FencedKeys names the lease's own key %q: name the fenced data objects the lease guards",
+			key, ErrInvalidOptions, key)
+	}
 	c := &Client{
 		store: store,
 		key:   key,
@@ -138,6 +143,85 @@ func (c *Client) fenced(md map[string]string) error {
 		what = fmt.Sprintf("a fenced tombstone (deleted through fence with token %s)", tok)
 	}
 	return &RecordError{Key: c.key, Err: ErrFencedObject, Reason: "object is " + what + ", not a lease record"}
+}
+
+// tokenBase returns the token that the next one must be above, for a write
+// over what o saw (nil or absent: nothing; a record; or, with Force, an
+// object that is not one): the highest of the record's token or the bad
+// object's readable one, the highest this client has seen at the key, and
+// the floor the options give (see floor). Over a bad object that nothing
+// gives a token for, it refuses (see tokenUnknown): objlease never sends a
+// token back.
+func (c *Client) tokenBase(ctx context.Context, o *observation) (uint64, error) {
+	if err := c.tokenUnknown(o); err != nil {
+		return 0, err
+	}
+	seen := c.highestSeen()
+	base := seen
+	if o != nil && o.rec != nil {
+		base = max(base, o.rec.Token)
+	} else if o != nil {
+		base = max(base, o.badToken) // 0 if absent
+	}
+	floor, err := c.floor(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if o != nil && o.rec == nil && !o.absent() {
+		c.log.Warn("forcing over an object that is not a valid record", slog.Uint64("recovered_token", max(base, floor)),
+			slog.Uint64("object_token", o.badToken), slog.Uint64("seen_token", seen), slog.Uint64("floor", floor))
+	}
+	return max(base, floor), nil
+}
+
+// tokenUnknown returns a *TokenError if o is an object that is not a
+// valid record (which only Force replaces) and nothing shows a token to
+// continue above: the object carries none, this client has seen none at
+// the key, and the options give no floor. It sends no request, so that a
+// forced acquire refuses at once rather than after waiting the object out.
+func (c *Client) tokenUnknown(o *observation) error {
+	if o == nil || o.absent() || o.rec != nil || o.badToken > 0 || c.highestSeen() > 0 ||
+		c.opts.MinToken != nil || len(c.opts.FencedKeys) > 0 {
+		return nil
+	}
+	why := "is not a valid lease record"
+	if o.bad != nil {
+		if errors.Is(o.bad.Err, ErrNewerSchema) {
+			why = "is a lease record of a newer schema"
+		}
+		why += " (" + o.bad.Reason + ")"
+	}
+	return &TokenError{Key: c.key, Reason: "the object at the key " + why +
+		" and shows no token, nor does anything else; replacing it could hand out again a token that a paused holder still has"}
+}
+
+// floor returns the highest token the options show: Options.MinToken and
+// the token of each of Options.FencedKeys (one Stat each). A named key
+// that shows no token is an error: it was named as evidence.
+func (c *Client) floor(ctx context.Context) (uint64, error) {
+	var f uint64
+	if c.opts.MinToken != nil {
+		f = *c.opts.MinToken
+	}
+	for _, k := range c.opts.FencedKeys {
+		a, err := c.store.Stat(ctx, k)
+		if errors.Is(err, providers.ErrNotFound) {
+			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the fenced object %q named as evidence does not exist", k)}
+		}
+		if err != nil {
+			return 0, fmt.Errorf("lease %q: reading the token of fenced object %q: %w", c.key, k, err)
+		}
+		s, ok := a.Metadata[fenceTokenKey]
+		if !ok {
+			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the object %q named as a fenced object carries no %s metadata: it was not written through fence", k, fenceTokenKey)}
+		}
+		t, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the fenced object %q has metadata %s=%q, which is not a token", k, fenceTokenKey, s)}
+		}
+		f = max(f, t)
+	}
+	return f, nil
 }
 
 // nextToken returns the token after t, refusing to wrap around to 0.
@@ -349,6 +433,9 @@ func (c *Client) TryAcquire(ctx context.Context) (*Lease, error) {
 			if err == nil || !errors.Is(err, providers.ErrPrecondition) || attempt > 2 {
 				return l, err
 			}
+		} else if err := c.tokenUnknown(view); err != nil {
+			// With Force, a bad object that nothing shows a token for.
+			return nil, err
 		} else if view.rec == nil && c.forceWait(view, now) > 0 {
 			// With Force, not a record, and not yet seen unchanged for long.
 			return nil, &HeldError{Key: c.key, Holder: view.badHolder, Token: view.badToken, Wait: c.forceWait(view, now), Bad: view.bad}
@@ -389,14 +476,13 @@ func (c *Client) readForWrite(ctx context.Context) (*observation, error) {
 // Force), or nothing (o nil or absent: create). Unknown outcomes are
 // resolved by re-reading.
 func (c *Client) write(ctx context.Context, o *observation) (*Lease, error) {
-	base, ifVersion := c.highestSeen(), ""
-	switch {
-	case o == nil || o.absent():
-	case o.rec != nil:
-		base, ifVersion = o.rec.Token, o.version
-	default:
-		base, ifVersion = max(o.badToken, base), o.version
-		c.log.Warn("forcing over an object that is not a valid record", slog.Uint64("recovered_token", o.badToken))
+	ifVersion := ""
+	if o != nil {
+		ifVersion = o.version // "" if absent: create
+	}
+	base, err := c.tokenBase(ctx, o)
+	if err != nil {
+		return nil, err
 	}
 	token, err := c.nextToken(base)
 	if err != nil {
@@ -610,13 +696,14 @@ func (r *Retry) First() bool { return r.failures == 1 }
 func (r *Retry) StoreErr() error { return r.last }
 
 // IsPermanent reports errors that waiting will not cure: the object at the
-// key is not a usable record, the options or key are invalid, a write's
-// outcome could not be determined, or the store refuses the request as
-// configured (missing bucket, refused credentials, wrong endpoint, an
-// operation it does not support).
+// key is not a usable record (or, with Force, shows no token to continue
+// above), the options or key are invalid, a write's outcome could not be
+// determined, or the store refuses the request as configured (missing
+// bucket, refused credentials, wrong endpoint, an operation it does not
+// support).
 func IsPermanent(err error) bool {
 	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrNewerSchema) || errors.Is(err, ErrInvalidOptions) ||
-		errors.Is(err, ErrFencedObject) || errors.Is(err, ErrTokenExhausted) ||
+		errors.Is(err, ErrFencedObject) || errors.Is(err, ErrTokenExhausted) || errors.Is(err, ErrTokenUnknown) ||
 		errors.Is(err, providers.ErrInvalidKey) || errors.Is(err, ErrAmbiguous) ||
 		errors.Is(err, providers.ErrNoBucket) || errors.Is(err, providers.ErrPermission) ||
 		errors.Is(err, providers.ErrWrongEndpoint) || errors.Is(err, errors.ErrUnsupported)
@@ -696,7 +783,10 @@ func (c *Client) Observe(a providers.Attrs) Sighting {
 // Break ends the lease whatever its state: it writes a released record whose
 // token is one higher than the current one, so that a fenced resource that
 // sees the new token refuses the old holder. It returns the new token. An
-// object that is not a valid record is only replaced with Options.Force.
+// object that is not a valid record is only replaced with Options.Force,
+// and only if a token to continue above can be found (see Options.Force):
+// else Break returns a *TokenError (ErrTokenUnknown). The new token is
+// also above Options.MinToken and the tokens of Options.FencedKeys.
 func (c *Client) Break(ctx context.Context) (uint64, error) {
 	for attempt := 0; ; attempt++ {
 		o, err := c.readForWrite(ctx)
@@ -705,13 +795,12 @@ func (c *Client) Break(ctx context.Context) (uint64, error) {
 		}
 		rec := &Record{Schema: SchemaVersion, Name: c.key, Nonce: c.nonce(), State: StateReleased,
 			TTLMillis: c.opts.TTL.Milliseconds(), WrittenAt: time.Now().UTC()}
-		base := c.highestSeen()
-		switch {
-		case o.rec != nil:
-			base = o.rec.Token
+		if o.rec != nil {
 			rec.TTLMillis = o.rec.TTLMillis
-		case o.version != "": // with Force: not a record
-			base = max(o.badToken, base)
+		}
+		base, err := c.tokenBase(ctx, o)
+		if err != nil {
+			return 0, err
 		}
 		if rec.Token, err = c.nextToken(base); err != nil {
 			return 0, err

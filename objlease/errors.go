@@ -35,6 +35,17 @@ var (
 	// ErrTokenExhausted: the record's token is the largest a token can be,
 	// so no one can take the lease again (the next token would wrap to 0).
 	ErrTokenExhausted = errors.New("fencing token exhausted")
+	// ErrTokenUnknown: a new token cannot be proven to be above every token
+	// issued for the lease. Options.Force would replace an object at the
+	// key that is not a valid record, and neither the object, nor this
+	// client's memory, nor Options.MinToken or Options.FencedKeys shows
+	// a token: starting again from 1 could hand out a token that a paused
+	// holder still has, which fenced resources would then refuse in favour
+	// of the stale holder. Also returned when a key in Options.FencedKeys
+	// names no fenced object. The remedy is to give the floor explicitly,
+	// with Options.MinToken or Options.FencedKeys. The error is a
+	// *TokenError.
+	ErrTokenUnknown = errors.New("highest fencing token unknown")
 	// ErrAmbiguous: a write's outcome could not be determined, even by
 	// re-reading, before the context ended. The lease may or may not be held
 	// by this client; if it is, it expires on its own after its TTL.
@@ -67,6 +78,24 @@ func (e *HeldError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrHeld) true.
 func (e *HeldError) Unwrap() error { return ErrHeld }
+
+// TokenError says why a new token for a lease cannot be proven to be above
+// every token issued for it. It matches ErrTokenUnknown.
+type TokenError struct {
+	Key string // the lease's key
+	// Fenced is the key in Options.FencedKeys that gave no token, if that
+	// is what went wrong.
+	Fenced string
+	Reason string
+}
+
+func (e *TokenError) Error() string {
+	return fmt.Sprintf("lease %q: %v: %s; give the floor explicitly: Options.MinToken (the highest token ever issued for the lease) or Options.FencedKeys (fenced objects written with its tokens)",
+		e.Key, ErrTokenUnknown, e.Reason)
+}
+
+// Unwrap returns ErrTokenUnknown.
+func (e *TokenError) Unwrap() error { return ErrTokenUnknown }
 
 // RecordError names the key of a lease object that could not be used and
 // says what is wrong with it.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -78,7 +79,31 @@ type Options struct {
 	// else this client's TTL), because it may be a live holder's record,
 	// and continues above the highest token known. An object written
 	// through package fence is never overwritten.
+	//
+	// Force never sends the token back: it writes above the highest token
+	// the store still shows (the object's own token where one can be read,
+	// what this client has seen at the key, MinToken and the tokens of
+	// FencedKeys). Where none of these gives a token it refuses with
+	// ErrTokenUnknown rather than start again from 1, which could hand out
+	// a token a paused holder still has.
 	Force bool
+	// MinToken, if not nil, is a floor on the tokens this client writes:
+	// every token it issues (acquiring, or breaking the lease) is above
+	// *MinToken. Set it to the highest token ever issued for the lease
+	// when the store no longer shows it, for example when something else
+	// overwrote the record, so that Force can replace the object safely.
+	// nil means that no floor was given; a floor of 0 is the explicit word
+	// that no token was ever issued, so that token 1 is safe. Use
+	// [TokenFloor] to make one.
+	MinToken *uint64
+	// FencedKeys names data objects in the lease's store written through
+	// package fence with this lease's tokens. Each carries the highest
+	// token that has written it (metadata key "objlease-token", see
+	// fence.TokenKey), and every token this client issues is above all of
+	// them. They are read (one Stat each) whenever this client issues a
+	// token. A named key that does not exist, or that carries no token, is
+	// an error (ErrTokenUnknown): it was named as evidence and gives none.
+	FencedKeys []string
 
 	// Clock is the time source. Default clock.Real(), which counts time
 	// the machine spent suspended and never steps (see package clock). A
@@ -95,6 +120,9 @@ type Options struct {
 	// mixes in a salt of its own from crypto/rand.
 	Rand *rand.Rand
 }
+
+// TokenFloor returns n as an Options.MinToken.
+func TokenFloor(n uint64) *uint64 { return &n }
 
 // StoreClockRule is the opt-in fast-takeover rule. It assumes that the
 // store's clocks (the ones stamping Last-Modified and answering with Date)
@@ -137,6 +165,10 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.MinToken != nil {
+		o.MinToken = TokenFloor(*o.MinToken) // the caller's variable may change
+	}
+	o.FencedKeys = slices.Clone(o.FencedKeys)
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
@@ -176,6 +208,11 @@ func (o Options) validate(minWrite time.Duration) error {
 	}
 	if msg := holderProblem(o.Holder); msg != "" {
 		return bad("Holder %s", msg)
+	}
+	for _, k := range o.FencedKeys {
+		if k == "" {
+			return bad("FencedKeys has an empty key")
+		}
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func TestBadRecordsAreReportedAndKept(t *testing.T) {
 		name, body string
 		want       error
 		reason     string
-		forcedTok  uint64        // token after a forced acquire
+		forcedTok  uint64        // token after a forced acquire (1: only with a floor of 0, for nothing shows a token)
 		forceWait  time.Duration // how long force waits first: its ttl_ms, else the client's TTL (10 s), × 1.01
 	}{
 		{"not JSON", "hello world", objlease.ErrBadRecord, "not JSON", 1, 10100 * time.Millisecond},
@@ -62,8 +62,18 @@ func TestBadRecordsAreReportedAndKept(t *testing.T) {
 			}
 
 			// Force waits out the object's TTL first: it may be a live
-			// holder's record.
-			f := newClient(t, m, "a", clk, func(o *objlease.Options) { o.Force = true })
+			// holder's record. Where nothing shows a token, it refuses
+			// rather than start again from 1, unless told that no token
+			// was ever issued.
+			var floor *uint64
+			if tc.forcedTok == 1 {
+				f := newClient(t, m, "a", clk, func(o *objlease.Options) { o.Force = true })
+				if _, err := f.TryAcquire(ctx); !errors.Is(err, objlease.ErrTokenUnknown) {
+					t.Fatalf("forced acquire over an object that shows no token: %v, want ErrTokenUnknown", err)
+				}
+				floor = objlease.TokenFloor(0)
+			}
+			f := newClient(t, m, "a", clk, func(o *objlease.Options) { o.Force, o.MinToken = true, floor })
 			var he *objlease.HeldError
 			if _, err := f.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != tc.forceWait || !errors.Is(he.Bad, tc.want) {
 				t.Fatalf("forced acquire at first sight: %v, want to wait %v", err, tc.forceWait)

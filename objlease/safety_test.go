@@ -358,7 +358,9 @@ func TestForceWaitsOutABadObject(t *testing.T) {
 		m := mem.New()
 		putRecord(t, m, "leader=host-a\n")
 		clk := clock.NewFake(epoch)
-		f := newClient(t, m, "f", clk, func(o *objlease.Options) { o.Force = true })
+		// It shows no token: only the word that none was issued lets
+		// Force start from 1 (see TestForceNeverSendsTheTokenBack).
+		f := newClient(t, m, "f", clk, func(o *objlease.Options) { o.Force, o.MinToken = true, objlease.TokenFloor(0) })
 		var he *objlease.HeldError
 		if _, err := f.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != 10100*time.Millisecond {
 			t.Fatalf("first sight: %v, want to wait this client's TTL × 1.01", err)
@@ -370,6 +372,157 @@ func TestForceWaitsOutABadObject(t *testing.T) {
 		}
 		l.Release(ctx)
 	})
+}
+
+// Force never sends the token back. A record that reached token 5 was
+// overwritten by something else: a forcing client refuses to start again
+// from 1 (a paused holder with token 5 would then write over the new
+// holder's fenced data, which would refuse the new holder) unless
+// something shows the highest token: the object's own token, what the
+// client has seen, a floor given, or a fenced object the lease guards. It
+// continues above the highest of them, Break and Acquire alike, and
+// Acquire still waits the bad object out first.
+func TestForceNeverSendsTheTokenBack(t *testing.T) {
+	ctx := context.Background()
+	const (
+		token5  = `{"objlease":1,"name":"jobs/nightly","token":5,"holder":"old","nonce":"n","state":"held","ttl_ms":10000,"written_at":"2026-01-01T00:00:00Z","renewals":0}`
+		foreign = "leader=host-a\n"
+	)
+	for _, tc := range []struct {
+		name    string
+		body    string // what overwrote the record
+		seen    bool   // the forcing client read the record at token 5 first
+		floor   *uint64
+		fenced  map[string]uint64 // fenced objects named, with their tokens (0: named but absent)
+		want    uint64            // 0: refused with ErrTokenUnknown
+		mention string            // what the refusal names
+	}{
+		{name: "nothing shows a token", body: foreign, mention: "MinToken"},
+		{name: "a floor", body: foreign, floor: objlease.TokenFloor(5), want: 6},
+		{name: "a floor of 0 says no token was issued", body: foreign, floor: objlease.TokenFloor(0), want: 1},
+		{name: "a fenced object", body: foreign, fenced: map[string]uint64{"out/a": 7, "out/b": 3}, want: 8},
+		{name: "a named fenced object is absent", body: foreign, fenced: map[string]uint64{"out/a": 7, "out/none": 0}, mention: `"out/none"`},
+		{name: "the client saw token 5", body: foreign, seen: true, want: 6},
+		{name: "the object still carries a token", body: `{"token": 9, "note": "not a lease"}`, want: 10},
+		{name: "the object's token is below a floor", body: `{"token": 3}`, floor: objlease.TokenFloor(5), want: 6},
+		{name: "the object's token is below a fenced object", body: `{"token": 3}`, fenced: map[string]uint64{"out/a": 7}, want: 8},
+	} {
+		for _, op := range []string{"Break", "Acquire"} {
+			t.Run(tc.name+"/"+op, func(t *testing.T) {
+				m := mem.New()
+				clk := clock.NewFake(epoch)
+				var keys []string
+				for k, tok := range tc.fenced {
+					keys = append(keys, k)
+					if tok > 0 {
+						if _, err := fence.Put(ctx, m, k, tok, []byte("data"), fence.Options{}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				f := newClient(t, m, "f", clk, func(o *objlease.Options) {
+					o.Force, o.MinToken, o.FencedKeys = true, tc.floor, keys
+				})
+				putRecord(t, m, token5)
+				if tc.seen {
+					if _, err := f.Inspect(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				res := putRecord(t, m, tc.body)
+
+				var tok uint64
+				var err error
+				if op == "Break" {
+					tok, err = f.Break(ctx)
+				} else {
+					var he *objlease.HeldError
+					var l *objlease.Lease
+					l, err = f.TryAcquire(ctx)
+					if errors.As(err, &he) {
+						if he.Bad == nil || he.Wait != 10100*time.Millisecond {
+							t.Fatalf("first sight: %v, want to wait the bad object out for 10.1s", err)
+						}
+						clk.Advance(he.Wait - time.Millisecond)
+						if _, err := f.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) {
+							t.Fatalf("1 ms early: %v, want ErrHeld", err)
+						}
+						clk.Advance(time.Millisecond)
+						l, err = f.TryAcquire(ctx)
+					}
+					if err == nil {
+						tok = l.Token()
+						defer l.Release(ctx)
+					}
+				}
+
+				if tc.want == 0 {
+					if err == nil {
+						t.Fatalf("%s wrote token %d over a lease whose token had reached 5; want ErrTokenUnknown", op, tok)
+					}
+					if !errors.Is(err, objlease.ErrTokenUnknown) || !objlease.IsPermanent(err) ||
+						!strings.Contains(err.Error(), `"jobs/nightly"`) || !strings.Contains(err.Error(), tc.mention) {
+						t.Fatalf("%s: %v, want a permanent ErrTokenUnknown naming the key and %s", op, err, tc.mention)
+					}
+					if op == "Acquire" {
+						actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+						defer cancel()
+						if _, err := f.Acquire(actx); !errors.Is(err, objlease.ErrTokenUnknown) {
+							t.Fatalf("Acquire: %v, want ErrTokenUnknown at once", err)
+						}
+					}
+					unchanged(t, m, res.Version, []byte(tc.body))
+					return
+				}
+				if err != nil || tok != tc.want {
+					t.Fatalf("%s: token %d, %v; want token %d", op, tok, err, tc.want)
+				}
+				if rec := readRecord(t, m); rec.Token != tc.want {
+					t.Fatalf("record after %s: %+v, want token %d", op, rec, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// The floor and the fenced objects apply to every token a client issues,
+// not only over a bad object: a lease recreated after its record was
+// deleted continues above them.
+func TestTokenFloorAppliesToEveryNewToken(t *testing.T) {
+	ctx := context.Background()
+	m := mem.New()
+	if _, err := fence.Put(ctx, m, "out/a", 7, []byte("data"), fence.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, m, "a", clock.NewFake(epoch), func(o *objlease.Options) { o.FencedKeys = []string{"out/a"} })
+	l, err := c.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() != 8 {
+		t.Fatalf("created with token %d, want 8, above the fenced object's", l.Token())
+	}
+	l.Release(ctx)
+	c = newClient(t, m, "b", clock.NewFake(epoch), func(o *objlease.Options) { o.MinToken = objlease.TokenFloor(20) })
+	if tok, err := c.Break(ctx); err != nil || tok != 21 {
+		t.Fatalf("break over token 8 with a floor of 20: %d, %v; want 21", tok, err)
+	}
+}
+
+func TestTokenEvidenceOptionsValidated(t *testing.T) {
+	m := mem.New()
+	for _, tc := range []struct {
+		keys []string
+		want string
+	}{
+		{[]string{"out/a", ""}, "FencedKeys has an empty key"},
+		{[]string{"jobs/nightly"}, `FencedKeys names the lease's own key "jobs/nightly"`},
+	} {
+		_, err := objlease.New(m, "jobs/nightly", objlease.Options{FencedKeys: tc.keys})
+		if !errors.Is(err, objlease.ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("FencedKeys %q: %v, want ErrInvalidOptions saying %q", tc.keys, err, tc.want)
+		}
+	}
 }
 
 // Work tied to the lease's context must have been told to stop before the

@@ -19,6 +19,10 @@ first with "objlease release --holder HOLDER URL", so give --holder (or use
 "objlease hold", which renews it until signalled).
 
 --timeout is as for run: by default wait as long as it takes; 0 tries once.
+--force overwrites an object at the key that is not an objlease record
+once it has been seen unchanged for its TTL, with a token above the highest
+one the object, --min-token N or --fenced KEY shows; where none shows one
+it refuses (exit 65) rather than start again from token 1.
 --poll sets how often a waiter reads the record; -v says who holds it while
 it waits. With -o json it prints {"key","url","token","holder","ttl_ms",
 "acquired_at"}.`
@@ -44,7 +48,8 @@ func addTakeFlags(fs *flagSet, lf *leaseFlags) *waitFlag {
 	lf.addHolder(fs)
 	lf.addDrift(fs)
 	lf.addStoreClock(fs)
-	lf.addForce(fs, "overwrite an object at the key that is not an objlease record")
+	lf.addForce(fs, "overwrite an object at the key that is not an objlease record, once it has been seen unchanged for its TTL, with a token above the highest one it, --min-token or --fenced shows (refused if none shows one)")
+	lf.addTokenFloor(fs)
 	lf.addPoll(fs, defaultPoll, "how often to read the record while it is held elsewhere, as a `duration` (default 1s, at most TTL/3); one read per poll")
 	return addTimeout(fs)
 }
@@ -112,8 +117,13 @@ refuses the old holder once it has seen the new token. It says on stderr
 whose lease it broke.
 
 --force is required. It also lets break overwrite an object at the key that
-is not an objlease record. With -o json it prints {"key","url","token",
-"previous_holder","previous_token","previous_state"}.`
+is not an objlease record, with a token above the highest one the object
+itself, --min-token N or the fenced objects named with --fenced KEY show.
+Where none shows one, break refuses (exit 65) rather than start again from
+token 1, which a paused holder may still have: give --min-token (the
+highest token ever issued for the lease) or --fenced. With -o json it
+prints {"key","url","token","previous_holder","previous_token",
+"previous_state"}.`
 
 // breakage is what break prints with -o json.
 type breakage struct {
@@ -127,7 +137,8 @@ type breakage struct {
 
 func (c *cli) breakCmd(fs *flagSet) action {
 	var lf leaseFlags
-	lf.addForce(fs, "required: end the lease whoever holds it (and overwrite an object at the key that is not an objlease record)")
+	lf.addForce(fs, "required: end the lease whoever holds it (and overwrite an object at the key that is not an objlease record, with a token above the highest one it, --min-token or --fenced shows)")
+	lf.addTokenFloor(fs)
 	asJSON := addOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)

@@ -53,8 +53,8 @@ var exitCodes = []struct {
 		fence.ErrVersionsRepeat, bench.ErrUsage, semaphore.ErrSizeMismatch}, "usage error: unknown command or flag, missing argument, bad URL or key, invalid option, a --slots other than the recorded one"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold: the lease was lost while held"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
-	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, objlease.ErrTokenExhausted},
-		"the object at the key is not an objlease record (or is of a newer schema), left alone unless --force is given; or it is a fenced data object, or a lease record where fenced data was meant, never overwritten; or its token is the largest there can be"},
+	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},
+		"the object at the key is not an objlease record (or is of a newer schema), left alone unless --force is given; or it is a fenced data object, or a lease record where fenced data was meant, never overwritten; or its token is the largest there can be; or, with --force, nothing shows the highest token issued (give --min-token or --fenced)"},
 	{75, []error{objlease.ErrHeld, errNotAcquired}, "the lease was not acquired: held by another holder past --timeout (release: held by another holder)"},
 	{1, []error{errNoLease, providers.ErrNotFound, errUnsafe, bench.ErrViolation}, "inspect, release: there is no lease at the key; doctor: the store does not enforce conditional writes; bench: two holders held a lease at once"},
 	{126, []error{errCannotStart}, "run: the command could not be started"},
@@ -174,6 +174,7 @@ func describe(err error) string {
 func reason(err error, rawURL string) string {
 	var held *objlease.HeldError
 	var rec *objlease.RecordError
+	var tok *objlease.TokenError
 	var pe *providers.Error
 	var ne *net.OpError
 	var in interrupt
@@ -189,6 +190,12 @@ func reason(err error, rawURL string) string {
 	case errors.As(err, &held):
 		return fmt.Sprintf("held by %q (token %d); this observer could take it over in %v at the earliest, if its holder stops renewing",
 			held.Holder, held.Token, roundDuration(held.Wait))
+	case errors.As(err, &tok):
+		hint := "give it with --min-token N (the highest token ever issued there; 0 if none ever was) or --fenced KEY (a fenced object written with the lease's tokens)"
+		if tok.Fenced != "" {
+			hint = "check --fenced, or give the highest token ever issued there with --min-token N"
+		}
+		return fmt.Sprintf("the highest token issued at %q cannot be established: %s; %s", tok.Key, tok.Reason, hint)
 	case errors.Is(err, objlease.ErrFencedObject) && errors.As(err, &rec):
 		return fmt.Sprintf("the object at %q is a fenced data object, not a lease record; it is never overwritten", rec.Key)
 	case errors.Is(err, fence.ErrLeaseRecord):

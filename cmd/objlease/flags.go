@@ -104,6 +104,8 @@ type leaseFlags struct {
 	storeClock bool
 	force      bool
 	poll       time.Duration
+	minToken   *uint64  // --min-token; nil if not given
+	fenced     []string // --fenced, repeated
 }
 
 func (lf *leaseFlags) addTTL(fs *flagSet) {
@@ -143,6 +145,32 @@ func (lf *leaseFlags) addForce(fs *flagSet, usage string) {
 	fs.BoolVar(&lf.force, "force", false, usage)
 }
 
+// addTokenFloor registers --min-token and --fenced: what a command that
+// issues tokens must stay above, where the store may not show it (with
+// --force, over an object that carries no token).
+func (lf *leaseFlags) addTokenFloor(fs *flagSet) {
+	fs.Func("min-token", "the highest token ever issued for the lease, as a number `N`: every token written is above it (0: none was ever issued). With --force, needed over an object that shows no token",
+		func(s string) error {
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return fmt.Errorf("want a token, a whole number from 0")
+			}
+			lf.minToken = &n
+			return nil
+		})
+	fs.Func("fenced", "a fenced data object, by its `KEY` in the lease's store, written with the lease's tokens (objlease put, fence.Put): every token written is above its token. Repeatable",
+		func(s string) error {
+			if s == "" {
+				return fmt.Errorf("want a key")
+			}
+			if strings.Contains(s, "://") {
+				return fmt.Errorf("%q is a URL; want the object's key in the lease's store (for file://, its path below the lease's directory)", s)
+			}
+			lf.fenced = append(lf.fenced, s)
+			return nil
+		})
+}
+
 // addPoll registers --poll: how often a waiter reads the record.
 func (lf *leaseFlags) addPoll(fs *flagSet, def time.Duration, usage string) {
 	lf.poll = def
@@ -151,7 +179,8 @@ func (lf *leaseFlags) addPoll(fs *flagSet, def time.Duration, usage string) {
 
 // options are the lease options the flags give.
 func (lf *leaseFlags) options(log *slog.Logger) objlease.Options {
-	o := objlease.Options{TTL: lf.ttl, Holder: lf.holder, DriftBound: lf.drift, Force: lf.force, Logger: log}
+	o := objlease.Options{TTL: lf.ttl, Holder: lf.holder, DriftBound: lf.drift, Force: lf.force, Logger: log,
+		MinToken: lf.minToken, FencedKeys: lf.fenced}
 	if lf.storeClock {
 		o.StoreClock = &objlease.StoreClockRule{}
 	}

@@ -98,8 +98,9 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// cmdPutobj creates an object through the store a URL names, so that a
-// script can put a foreign or malformed object where a lease would be:
+// cmdPutobj creates (or overwrites, as a foreign writer would) an object
+// through the store a URL names, so that a script can put a foreign or
+// malformed object where a lease would be:
 //
 //	putobj URL file
 func cmdPutobj(ts *testscript.TestScript, neg bool, args []string) {
@@ -109,7 +110,14 @@ func cmdPutobj(ts *testscript.TestScript, neg bool, args []string) {
 	store, key, err := providers.Open(context.Background(), args[0])
 	ts.Check(err)
 	defer store.Close()
-	_, err = store.Create(context.Background(), key, []byte(ts.ReadFile(args[1])), nil)
+	ctx := context.Background()
+	data := []byte(ts.ReadFile(args[1]))
+	_, err = store.Create(ctx, key, data, nil)
+	if errors.Is(err, providers.ErrPrecondition) {
+		a, serr := store.Stat(ctx, key)
+		ts.Check(serr)
+		_, err = store.Replace(ctx, key, data, nil, a.Version)
+	}
 	ts.Check(err)
 }
 
