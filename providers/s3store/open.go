@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/objlease/objlease/internal/bucketname"
 	"github.com/objlease/objlease/providers"
@@ -87,7 +88,10 @@ func open(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	var opts []func(*config.LoadOptions) error
+	// The SDK's own log lines (such as a warning that a response body could
+	// not be drained) would break the CLI's one-line errors; what matters
+	// reaches the caller as an error.
+	opts := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{})}
 	if c.region != "" {
 		opts = append(opts, config.WithRegion(c.region))
 	}
