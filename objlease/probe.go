@@ -33,7 +33,8 @@ type ProbeReport struct {
 	// MissingReplace and MissingDelete name the store's answer to a
 	// conditional replace, and to a conditional delete, of an object that
 	// does not exist: "ErrPrecondition" (what the store contract says),
-	// "ErrNotFound" (a refusal too) or "success" (a failure).
+	// "ErrNotFound" (a refusal too) or "success": a failure for a replace,
+	// which creates the object; allowed for a delete, which removes nothing.
 	MissingReplace, MissingDelete string
 	// Races is how the store answered each kind of concurrent race, in the
 	// order run; a race that went wrong also has a line in Failures.
@@ -53,9 +54,9 @@ type ProbeReport struct {
 // together race to create one fresh key, to replace one object at one
 // version, to delete or replace it (half each), and to delete it, each for
 // ProbeRounds rounds on a fresh object (see RaceResult). A round with more
-// than one winner, without a winner while some writer was refused as stale,
-// or after which the object is not as its winner left it, makes the store
-// unsafe. A store that declares a minimum interval between writes to one
+// than one winner (unless all were deletes and the object is gone), without
+// a winner while some writer was refused as stale, or after which the object
+// is not as its winner left it, makes the store unsafe. A store that declares a minimum interval between writes to one
 // object (Properties.MinWriteInterval) gets it once between creating the
 // race objects and racing on them, and once before they are removed.
 //
@@ -158,8 +159,10 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 		return time.Time{}, store.Delete(ctx, missing, v2.Version)
 	})
 	r.MissingDelete = answer(err)
-	if err := refused("delete of a missing object", err); err != nil {
-		return r, err
+	if err != nil {
+		if err := refused("delete of a missing object", err); err != nil {
+			return r, err
+		}
 	}
 	// The stale delete must reach the store and be refused there; the read
 	// below then checks that the object survived it.

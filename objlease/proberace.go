@@ -34,10 +34,12 @@ const (
 
 // RaceResult is how the store answered one kind of race: ProbeWriters
 // concurrent conditional writes on one object, released together, repeated
-// for ProbeRounds rounds. Exactly one writer must win each round; a round
-// without a winner is allowed only when the store refused every writer as
-// conflicting or throttled (providers.ErrConflict, ErrThrottled). After a
-// round the object must be as the winner left it.
+// for ProbeRounds rounds. Exactly one writer must win each round, with two
+// exceptions: a round without a winner is allowed when the store refused
+// every writer as conflicting or throttled (providers.ErrConflict,
+// ErrThrottled), and a round that only deletes won is allowed when the
+// object is gone afterwards (RepeatedDeletes). After a round the object must
+// be as the winner left it.
 type RaceResult struct {
 	Kind    string // RaceCreate, RaceReplace, RaceDeleteReplace or RaceDeleteDelete
 	Writers int    // writers per round
@@ -47,6 +49,12 @@ type RaceResult struct {
 	// AllRetryable counts the rounds without a winner in which the store
 	// refused every writer as conflicting or throttled.
 	AllRetryable int
+	// RepeatedDeletes counts the rounds in which more than one delete, and
+	// nothing else, was told it succeeded: the store (or its client, as
+	// the S3 store's HEAD before DELETE) answers success to a conditional
+	// delete of an object that is gone. That removes nothing and overwrites
+	// nothing, so it is allowed, and counted.
+	RepeatedDeletes int
 	// Conflicts and Throttled count the single answers ErrConflict and
 	// ErrThrottled, over all rounds.
 	Conflicts, Throttled int
@@ -63,14 +71,14 @@ const (
 	RaceInconclusive = "inconclusive"
 )
 
-// Verdict is RaceUnsafe if a round broke the rules, RaceInconclusive if no
-// round had a winner (the store refused every writer as conflicting or
-// throttled), and RaceSafe otherwise.
+// Verdict is RaceUnsafe if a round broke the rules, RaceInconclusive if
+// every round was refused as conflicting or throttled, and RaceSafe
+// otherwise.
 func (r RaceResult) Verdict() string {
 	switch {
 	case len(r.Failures) > 0:
 		return RaceUnsafe
-	case len(r.Winners) < 2 || r.Winners[1] == 0:
+	case r.AllRetryable == r.Rounds:
 		return RaceInconclusive
 	}
 	return RaceSafe
@@ -208,16 +216,21 @@ func raceRound(ctx context.Context, store providers.Store, k raceKind, key, vers
 		}
 	}
 	res.Winners[len(winners)]++
-	switch {
-	case len(winners) > 1:
-		deletes := 0
-		for _, w := range winners {
-			if w < k.deletes {
-				deletes++
-			}
+	deletes := 0
+	for _, w := range winners {
+		if w < k.deletes {
+			deletes++
 		}
+	}
+	switch {
+	case len(winners) > 1 && deletes == len(winners):
+		// Every winner deleted: one removed the object, the others were
+		// told they removed one that was gone by then. Nothing was
+		// overwritten; the object must be gone.
+		res.RepeatedDeletes++
+	case len(winners) > 1:
 		what := ""
-		if k.deletes > 0 && k.deletes < ProbeWriters {
+		if deletes > 0 {
 			what = fmt.Sprintf(" (%d deletes, %d replaces)", deletes, len(winners)-deletes)
 		}
 		return fmt.Sprintf("%d of %d writers succeeded%s", len(winners), ProbeWriters, what), nil
@@ -230,8 +243,11 @@ func raceRound(ctx context.Context, store providers.Store, k raceKind, key, vers
 	// The object must be as the one winner (or, in a round every writer
 	// lost, the seed) left it.
 	who := "no writer succeeded"
-	if len(winners) == 1 {
+	switch {
+	case len(winners) == 1:
 		who = fmt.Sprintf("writer %d alone succeeded", winners[0])
+	case len(winners) > 1:
+		who = fmt.Sprintf("only deletes succeeded (%d)", len(winners))
 	}
 	want := ""
 	switch {

@@ -20,7 +20,8 @@ non-atomically: 8 writers released together race to create one fresh key,
 to replace one object at one version, to delete or replace it (half each),
 and to delete it, 8 rounds of each on fresh objects. Exactly one writer must
 win each round (none only if the store refused them all as conflicting or
-throttled), and the object must be as the winner left it. Some
+throttled; several only if all deleted and the object is gone), and the
+object must be as the winner left it. Some
 S3-compatible stores accept conditional requests and ignore them, or enforce
 them non-atomically; leases on such a store are not exclusive. It writes
 scratch objects under PREFIX-URL and removes them.
@@ -32,7 +33,8 @@ machine's (when the store reports its time) and the latency of each
 sequential request. With -o json: {"url","store","safe","failures",
 "missing_replace","missing_delete","races","clock_known","clock_offset_ms",
 "latency_ms"}, each race {"kind","writers","rounds","winners",
-"all_retryable","conflicts","throttled","verdict","failures","elapsed_ms"}
+"all_retryable","repeated_deletes","conflicts","throttled","verdict",
+"failures","elapsed_ms"}
 (winners[w] is the number of rounds that w writers won). Exits 0 if the
 store is safe to use, 1 if it is not, 69 if it could not be checked.`
 
@@ -57,6 +59,7 @@ type raceJSON struct {
 	Rounds       int      `json:"rounds"`
 	Winners      []int    `json:"winners"`
 	AllRetryable int      `json:"all_retryable"`
+	Repeated     int      `json:"repeated_deletes"`
 	Conflicts    int      `json:"conflicts"`
 	Throttled    int      `json:"throttled"`
 	Verdict      string   `json:"verdict"`
@@ -90,7 +93,7 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 				ClockKnown: r.ClockKnown, ClockOffsetMs: msOf(r.ClockOffset), LatencyMs: map[string][]float64{}}
 			for _, race := range r.Races {
 				d.Races = append(d.Races, raceJSON{Kind: race.Kind, Writers: race.Writers, Rounds: race.Rounds,
-					Winners: race.Winners, AllRetryable: race.AllRetryable, Conflicts: race.Conflicts, Throttled: race.Throttled,
+					Winners: race.Winners, AllRetryable: race.AllRetryable, Repeated: race.RepeatedDeletes, Conflicts: race.Conflicts, Throttled: race.Throttled,
 					Verdict: race.Verdict(), Failures: append([]string{}, race.Failures...), ElapsedMs: msOf(race.Elapsed)})
 			}
 			for op, ds := range r.Latency {
@@ -148,6 +151,9 @@ func raceLine(r objlease.RaceResult) string {
 	}
 	if r.AllRetryable > 0 {
 		parts = append(parts, fmt.Sprintf("%s refused all as conflicting or throttled", plural(r.AllRetryable, "round")))
+	}
+	if r.RepeatedDeletes > 0 {
+		parts = append(parts, fmt.Sprintf("%s only deletes won and the object is gone (allowed)", plural(r.RepeatedDeletes, "round")))
 	}
 	if r.Conflicts > 0 {
 		parts = append(parts, plural(r.Conflicts, "conflict"))
