@@ -30,17 +30,43 @@ type ProbeReport struct {
 	// ClockKnown false if the store reports no time.
 	ClockOffset time.Duration
 	ClockKnown  bool
+	// MissingReplace and MissingDelete name the store's answer to a
+	// conditional replace, and to a conditional delete, of an object that
+	// does not exist: "ErrPrecondition" (what the store contract says),
+	// "ErrNotFound" (a refusal too) or "success": a failure for a replace,
+	// which creates the object; allowed for a delete, which removes nothing.
+	MissingReplace, MissingDelete string
+	// Races is how the store answered each kind of concurrent race, in the
+	// order run; a race that went wrong also has a line in Failures.
+	Races []RaceResult
 }
 
-// Probe checks, with a scratch object under prefix, that store refuses the
-// writes the lease protocol relies on it to refuse: a second create, a
-// replace or delete with a stale version, a replace of a missing object; and
-// that the object is intact after the stale delete. Each check is answered
-// by the store itself, not by a client-side comparison. It
-// removes what it wrote (as far as the store allows). It returns a report,
-// and an error matching ErrStoreUnsafe if any check failed. Run it before
-// trusting a store, especially an S3-compatible one: some accept conditional
-// headers and ignore them.
+// Probe checks, with scratch objects under prefix, that store refuses the
+// writes the lease protocol relies on it to refuse.
+//
+// One request at a time: a second create, a replace or delete with a stale
+// version, a replace and a delete of a missing object; and that the object
+// is intact after the stale delete. Each check is answered by the store
+// itself, not by a client-side comparison.
+//
+// Then concurrently, since a store may check a precondition and write
+// without holding the object in between: ProbeWriters writers released
+// together race to create one fresh key, to replace one object at one
+// version, to delete or replace it (half each), and to delete it, each for
+// ProbeRounds rounds on a fresh object (see RaceResult). A round with more
+// than one winner (unless all were deletes and the object is gone), without
+// a winner while some writer was refused as stale, or after which the object
+// is not as its winner left it, makes the store unsafe. A store that declares a minimum interval between writes to one
+// object (Properties.MinWriteInterval) gets it once between creating the
+// race objects and racing on them, and once before they are removed.
+//
+// It removes what it wrote (as far as the store allows). It returns a
+// report, and an error matching ErrStoreUnsafe if any check failed; any
+// other error means the store could not be checked (a race in which the
+// store refused every writer of every round as conflicting or throttled
+// included). Run it before trusting a store, especially an S3-compatible
+// one: some accept conditional headers and ignore them, some enforce them
+// non-atomically.
 func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeReport, error) {
 	key := fmt.Sprintf("%s_objlease-probe-%016x", prefix, rand.Uint64())
 	missing := key + "-missing"
@@ -79,6 +105,8 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 		switch {
 		case errors.Is(err, providers.ErrPrecondition):
 			return nil
+		case strings.Contains(what, "missing") && errors.Is(err, providers.ErrNotFound):
+			return nil
 		case err == nil:
 			r.Failures = append(r.Failures, what+" succeeded")
 			return nil
@@ -100,7 +128,15 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 	if err != nil {
 		return r, fmt.Errorf("probe: %w", err)
 	}
-	defer cleanup(store, key, missing)
+	written := []string{key, missing}
+	raced := false
+	defer func() {
+		if raced {
+			// Removing a race's object is one more write to it.
+			time.Sleep(store.Properties().MinWriteInterval)
+		}
+		cleanup(store, written...)
+	}()
 	if err := refused("create of an existing object (If-None-Match: * ignored)", ignore(create("objlease probe 2"))); err != nil {
 		return r, err
 	}
@@ -114,8 +150,19 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 	if err := refused("replace with a stale version (If-Match ignored)", ignore(replace(key, "objlease probe 4", v1.Version))); err != nil {
 		return r, err
 	}
-	if err := refused("replace of a missing object", ignore(replace(missing, "objlease probe 5", v2.Version))); err != nil {
+	err = ignore(replace(missing, "objlease probe 5", v2.Version))
+	r.MissingReplace = answer(err)
+	if err := refused("replace of a missing object", err); err != nil {
 		return r, err
+	}
+	err = timed("delete", func() (time.Time, error) {
+		return time.Time{}, store.Delete(ctx, missing, v2.Version)
+	})
+	r.MissingDelete = answer(err)
+	if err != nil {
+		if err := refused("delete of a missing object", err); err != nil {
+			return r, err
+		}
 	}
 	// The stale delete must reach the store and be refused there; the read
 	// below then checks that the object survived it.
@@ -141,6 +188,17 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 	case !bytes.Equal(obj.Data, []byte("objlease probe 3")):
 		r.Failures = append(r.Failures, fmt.Sprintf("the object holds %q, not what the last permitted write wrote", obj.Data))
 	}
+	raced = true
+	if err := probeRaces(ctx, store, key, r, func(k ...string) { written = append(written, k...) }); err != nil {
+		return r, err
+	}
+	if len(r.Failures) == 0 {
+		for _, race := range r.Races {
+			if race.Verdict() == RaceInconclusive {
+				return r, fmt.Errorf("probe: %s race: the store refused every writer of all %d rounds as conflicting or throttled, so it could not be checked", race.Kind, race.Rounds)
+			}
+		}
+	}
 	if len(offsets) > 0 {
 		sort.Slice(offsets, func(i, j int) bool { return offsets[i] < offsets[j] })
 		r.ClockOffset, r.ClockKnown = offsets[len(offsets)/2], true
@@ -157,9 +215,14 @@ func ignore(_ providers.WriteResult, err error) error { return err }
 func cleanup(store providers.Store, keys ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, k := range keys {
-		if a, err := store.Stat(ctx, k); err == nil {
-			_ = store.Delete(ctx, k, a.Version)
+	fs := make([]func() error, len(keys))
+	for i, k := range keys {
+		fs[i] = func() error {
+			if a, err := store.Stat(ctx, k); err == nil {
+				_ = store.Delete(ctx, k, a.Version)
+			}
+			return nil
 		}
 	}
+	_ = parallel(ProbeWriters, fs)
 }

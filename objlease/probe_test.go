@@ -5,9 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/faulty"
+	"github.com/objlease/objlease/providers/file"
 	"github.com/objlease/objlease/providers/mem"
 )
 
@@ -37,14 +40,33 @@ func (s ignoringStore) Delete(ctx context.Context, key, _ string) error {
 	return s.Store.Delete(ctx, key, s.current(ctx, key))
 }
 
+// safeReport checks what Probe reports about a correct store.
+func safeReport(t *testing.T, r *objlease.ProbeReport, err error, missingDelete string) {
+	t.Helper()
+	if err != nil || len(r.Failures) != 0 {
+		t.Fatalf("%v %v", err, r.Failures)
+	}
+	if r.MissingReplace != "ErrPrecondition" || r.MissingDelete != missingDelete {
+		t.Errorf("missing object: replace answered %q, delete %q; want ErrPrecondition, %s", r.MissingReplace, r.MissingDelete, missingDelete)
+	}
+	kinds := []string{objlease.RaceCreate, objlease.RaceReplace, objlease.RaceDeleteReplace, objlease.RaceDeleteDelete}
+	if len(r.Races) != len(kinds) {
+		t.Fatalf("%d races, want %d: %+v", len(r.Races), len(kinds), r.Races)
+	}
+	for i, race := range r.Races {
+		if race.Kind != kinds[i] || race.Verdict() != objlease.RaceSafe || race.Rounds != objlease.ProbeRounds ||
+			race.Writers != objlease.ProbeWriters || race.Winners[1] != race.Rounds {
+			t.Errorf("race %+v: want %s, safe, one winner in each of %d rounds", race, kinds[i], objlease.ProbeRounds)
+		}
+	}
+}
+
 func TestProbe(t *testing.T) {
 	ctx := context.Background()
 	m := mem.New()
 	r, err := objlease.Probe(ctx, m, "probe/")
-	if err != nil || len(r.Failures) != 0 {
-		t.Fatalf("mem: %v %v", err, r.Failures)
-	}
-	if !r.ClockKnown || len(r.Latency["create"]) != 2 || len(r.Latency["replace"]) != 3 {
+	safeReport(t, r, err, "ErrPrecondition")
+	if !r.ClockKnown || len(r.Latency["create"]) != 2 || len(r.Latency["replace"]) != 3 || len(r.Latency["delete"]) != 2 {
 		t.Fatalf("report %+v", r)
 	}
 	if page, _ := m.List(ctx, "", "", 100); len(page.Objects) != 0 {
@@ -55,10 +77,140 @@ func TestProbe(t *testing.T) {
 	if !errors.Is(err, objlease.ErrStoreUnsafe) {
 		t.Fatalf("ignoring store: %v, want ErrStoreUnsafe", err)
 	}
-	for _, want := range []string{"If-None-Match: * ignored", "If-Match ignored", "replace of a missing object", "delete with a stale version"} {
+	for _, want := range []string{"If-None-Match: * ignored", "If-Match ignored", "replace of a missing object", "delete with a stale version",
+		"create race (If-None-Match: * is not atomic)", "replace race (If-Match is not atomic)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q lacks %q", err, want)
 		}
 	}
+	if r.MissingReplace != "success" {
+		t.Errorf("ignoring store: replace of a missing object reported as %q, want success", r.MissingReplace)
+	}
 	t.Log(err)
+}
+
+func TestProbeFileStore(t *testing.T) {
+	s, err := file.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r, err := objlease.Probe(context.Background(), s, "probe/")
+	safeReport(t, r, err, "ErrPrecondition")
+	if page, _ := s.List(context.Background(), "", "", 100); len(page.Objects) != 0 {
+		t.Fatalf("probe left %d objects behind", len(page.Objects))
+	}
+	t.Logf("file store probed in %v", time.Since(start))
+}
+
+// TestProbeRacesNonAtomicStore: a store that checks a precondition and then
+// writes, with a window between, is right one request at a time and wrong
+// under concurrency; Probe must race it to find out.
+func TestProbeRacesNonAtomicStore(t *testing.T) {
+	inner := mem.New()
+	s, err := faulty.New(inner, faulty.Config{Seed: 1, CheckThenWrite: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := objlease.Probe(context.Background(), s, "probe/")
+	if !errors.Is(err, objlease.ErrStoreUnsafe) {
+		t.Fatalf("non-atomic store: %v, want ErrStoreUnsafe", err)
+	}
+	t.Log(err)
+	// One request at a time the store is right: only the races fail.
+	for _, f := range r.Failures {
+		if !strings.Contains(f, " race (") {
+			t.Errorf("sequential check failed: %s", f)
+		}
+	}
+	for _, race := range r.Races {
+		if race.Kind == objlease.RaceDeleteDelete {
+			// Deletes told they removed an object that was gone by then
+			// overwrite nothing: counted, not unsafe.
+			if race.Verdict() != objlease.RaceSafe || race.RepeatedDeletes == 0 {
+				t.Errorf("%s race on a non-atomic store: %s, %d rounds of repeated deletes, want safe and some", race.Kind, race.Verdict(), race.RepeatedDeletes)
+			}
+			continue
+		}
+		if race.Verdict() != objlease.RaceUnsafe || race.Winners[1] == race.Rounds {
+			t.Errorf("%s race on a non-atomic store: %s, winners %v", race.Kind, race.Verdict(), race.Winners)
+		}
+	}
+	if len(r.Races) != 4 {
+		t.Errorf("%d races, want 4", len(r.Races))
+	}
+	if page, _ := inner.List(context.Background(), "", "", 1000); len(page.Objects) != 0 {
+		t.Fatalf("probe left %d objects behind", len(page.Objects))
+	}
+}
+
+// riggedStore answers the writes match picks with answer, after applying
+// them if apply is set.
+type riggedStore struct {
+	*mem.Store
+	match  func(op, key string) bool
+	answer error
+	apply  bool
+}
+
+func (s riggedStore) write(op, key string, f func() error) error {
+	if !s.match(op, key) {
+		return f()
+	}
+	if s.apply {
+		_ = f()
+	}
+	return s.answer
+}
+
+func (s riggedStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (res providers.WriteResult, err error) {
+	err = s.write("create", key, func() error { res, err = s.Store.Create(ctx, key, data, md); return err })
+	return res, err
+}
+
+func (s riggedStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (res providers.WriteResult, err error) {
+	err = s.write("replace", key, func() error { res, err = s.Store.Replace(ctx, key, data, md, v); return err })
+	return res, err
+}
+
+func (s riggedStore) Delete(ctx context.Context, key, v string) error {
+	return s.write("delete", key, func() error { return s.Store.Delete(ctx, key, v) })
+}
+
+// A race in which the store refuses every writer as conflicting proves
+// nothing: the store could not be checked, which is not unsafe.
+func TestProbeRaceAllConflicts(t *testing.T) {
+	r, err := objlease.Probe(context.Background(), riggedStore{mem.New(), func(op, key string) bool {
+		return op == "delete" && strings.Contains(key, "-delete-delete-")
+	}, providers.ErrConflict, false}, "probe/")
+	if err == nil || errors.Is(err, objlease.ErrStoreUnsafe) || !strings.Contains(err.Error(), "delete-delete race") || !strings.Contains(err.Error(), "could not be checked") {
+		t.Fatalf("%v, want a delete-delete race that could not be checked", err)
+	}
+	race := r.Races[3]
+	if race.Verdict() != objlease.RaceInconclusive || race.AllRetryable != objlease.ProbeRounds || race.Conflicts != objlease.ProbeRounds*objlease.ProbeWriters || race.Winners[0] != objlease.ProbeRounds {
+		t.Fatalf("%+v", race)
+	}
+}
+
+// A store that applies a replace and answers that it was refused has no
+// winner, though writers were refused as if there had been one.
+func TestProbeRaceNoWinnerButRefused(t *testing.T) {
+	_, err := objlease.Probe(context.Background(), riggedStore{mem.New(), func(op, key string) bool {
+		return op == "replace" && strings.Contains(key, "-replace-") && !strings.Contains(key, "-delete-replace-")
+	}, providers.ErrPrecondition, true}, "probe/")
+	if !errors.Is(err, objlease.ErrStoreUnsafe) || !strings.Contains(err.Error(), "replace race (If-Match is not atomic): 8 of 8 rounds of 8 writers went wrong, first round 0: no writer succeeded, yet 8 were refused as if one had") {
+		t.Fatalf("%v, want the replace race unsafe", err)
+	}
+	if strings.Contains(err.Error(), "delete-replace race") {
+		t.Fatalf("%v: the delete-replace race went wrong too", err)
+	}
+}
+
+// A store that answers success to a conditional delete of a missing object
+// (as some S3-compatible servers do) removes nothing: reported, not unsafe.
+func TestProbeDeleteOfMissingSucceeds(t *testing.T) {
+	r, err := objlease.Probe(context.Background(), riggedStore{mem.New(), func(op, key string) bool {
+		return op == "delete" && strings.HasSuffix(key, "-missing")
+	}, nil, false}, "probe/")
+	safeReport(t, r, err, "success")
 }

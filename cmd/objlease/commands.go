@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -438,100 +437,4 @@ func (c *cli) listRow(ctx context.Context, store providers.Store, key string) (*
 		row.State = "expired"
 	}
 	return row, "", nil
-}
-
-const doctorDetail = `Checks that the store refuses the writes the lease protocol relies on it to
-refuse: a second create of one object, a replace or delete with a stale
-version, a replace of a missing object. Some S3-compatible stores accept
-conditional requests and ignore them; leases on such a store are not
-exclusive. It writes a scratch object under PREFIX-URL and removes it.
-
-Prints the verdict, every check that failed, the store's clock offset from
-this machine's (when the store reports its time) and the latency of each
-request. With -o json: {"store","safe","failures","clock_known",
-"clock_offset_ms","latency_ms"}. Exits 0 if the store is safe to use, 1 if
-it is not, 69 if it could not be checked.`
-
-// diagnosis is doctor's JSON output.
-type diagnosis struct {
-	URL           string               `json:"url"`
-	Store         string               `json:"store"`
-	Safe          bool                 `json:"safe"`
-	Failures      []string             `json:"failures"`
-	ClockKnown    bool                 `json:"clock_known"`
-	ClockOffsetMs float64              `json:"clock_offset_ms"`
-	LatencyMs     map[string][]float64 `json:"latency_ms"`
-}
-
-func (c *cli) doctorCmd(fs *flagSet) action {
-	asJSON := addOutput(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
-		store, prefix, err := c.open(ctx, url, false)
-		if err != nil {
-			return opErr("doctor", url, err)
-		}
-		defer store.Close()
-		r, err := objlease.Probe(ctx, store, prefix)
-		if err != nil && !errors.Is(err, objlease.ErrStoreUnsafe) {
-			return opErr("doctor", url, fmt.Errorf("store could not be checked: %w", err))
-		}
-		verdict := error(nil)
-		if len(r.Failures) > 0 {
-			verdict = opErr("doctor", url, fmt.Errorf("%w: leases on it would not be exclusive", errUnsafe))
-		}
-		if *asJSON {
-			d := diagnosis{URL: url, Store: r.Store, Safe: len(r.Failures) == 0, Failures: append([]string{}, r.Failures...),
-				ClockKnown: r.ClockKnown, ClockOffsetMs: msOf(r.ClockOffset), LatencyMs: map[string][]float64{}}
-			for op, ds := range r.Latency {
-				for _, l := range ds {
-					d.LatencyMs[op] = append(d.LatencyMs[op], msOf(l))
-				}
-			}
-			if err := c.printJSON(d); err != nil {
-				return err
-			}
-			return verdict
-		}
-		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(w, "store:\t%s\n", r.Store)
-		if len(r.Failures) == 0 {
-			fmt.Fprintf(w, "verdict:\tsafe: every conditional write that should fail was refused\n")
-		} else {
-			fmt.Fprintf(w, "verdict:\tUNSAFE: leases on this store would not be exclusive\n")
-			for _, fail := range r.Failures {
-				fmt.Fprintf(w, "failed:\t%s\n", fail)
-			}
-		}
-		if r.ClockKnown {
-			fmt.Fprintf(w, "clock:\tstore minus local %+v (estimated; --store-clock relies on the store's clocks agreeing with each other, not with this one)\n", r.ClockOffset.Round(time.Millisecond))
-		} else {
-			fmt.Fprintf(w, "clock:\tthe store reports no time; --store-clock has no effect on it\n")
-		}
-		ops := make([]string, 0, len(r.Latency))
-		for op := range r.Latency {
-			ops = append(ops, op)
-		}
-		slices.Sort(ops)
-		for _, op := range ops {
-			fmt.Fprintf(w, "latency:\t%s %v\n", op, roundAll(r.Latency[op]))
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		return verdict
-	}
-}
-
-func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func roundAll(ds []time.Duration) []time.Duration {
-	out := make([]time.Duration, len(ds))
-	for i, d := range ds {
-		out[i] = d.Round(10 * time.Microsecond)
-	}
-	return out
 }

@@ -3,6 +3,11 @@
 // store, replies lost after a write was applied, and requests that hang.
 // Every decision is drawn from a PCG generator seeded by Config.Seed, so a
 // given sequence of requests meets the same faults on every run.
+//
+// With Config.CheckThenWrite it is also a test store whose conditional
+// writes are not atomic, as some S3-compatible servers' have been: it checks
+// the precondition, waits, then writes unconditionally, so that concurrent
+// writers can all succeed. objlease.Probe must call such a store unsafe.
 package faulty
 
 import (
@@ -75,6 +80,18 @@ type Config struct {
 	// Sleep waits for d or until ctx ends, returning ctx's error in that
 	// case. A simulation passes its own clock's sleep; nil means real time.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// CheckThenWrite, if positive, makes the store enforce the
+	// preconditions of Create, Replace and Delete itself, and not
+	// atomically: it reads the object's current version (under a lock),
+	// refuses the write with providers.ErrPrecondition if the condition
+	// does not hold, releases the lock, waits CheckThenWrite (with Sleep),
+	// then writes whatever is there unconditionally (a Delete of an object
+	// that is gone by then succeeds, as S3's DELETE does). One request at a
+	// time it behaves correctly; concurrent conditional writes on one
+	// object can all succeed. A test store for objlease.Probe: nothing that
+	// wants correct writes should set it. The wrapped store must not be
+	// written by anything else meanwhile.
+	CheckThenWrite time.Duration
 }
 
 // Kind is a kind of injected fault, as counted by Store.Counts.
@@ -148,6 +165,9 @@ type driver struct {
 	counts   Counts
 	requests int64
 	release  chan struct{} // closed by ReleaseStalls; replaced afterwards
+
+	// wmu orders CheckThenWrite's reads and unconditional writes.
+	wmu sync.Mutex
 }
 
 // New wraps inner. It returns an error naming the first rate that is out
@@ -183,6 +203,9 @@ func New(inner providers.Store, cfg Config) (*Store, error) {
 		if err := check(string(op), r, op.write()); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.CheckThenWrite < 0 {
+		return nil, fmt.Errorf("faulty: CheckThenWrite %v is negative", cfg.CheckThenWrite)
 	}
 	if cfg.MinDelay < 0 || cfg.MaxDelay < cfg.MinDelay {
 		return nil, fmt.Errorf("faulty: delay bounds [%v, %v] are not an interval of non-negative durations", cfg.MinDelay, cfg.MaxDelay)
@@ -352,7 +375,7 @@ func (s *driver) Stat(ctx context.Context, key string) (a *providers.Attrs, err 
 }
 
 func (s *driver) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (res providers.WriteResult, err error) {
-	err = s.do(ctx, Create, func() error { res, err = s.inner.Create(ctx, key, data, metadata); return err })
+	err = s.do(ctx, Create, func() error { res, err = s.create(ctx, key, data, metadata); return err })
 	if err != nil {
 		return providers.WriteResult{}, err
 	}
@@ -360,7 +383,7 @@ func (s *driver) Create(ctx context.Context, key string, data []byte, metadata m
 }
 
 func (s *driver) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (res providers.WriteResult, err error) {
-	err = s.do(ctx, Replace, func() error { res, err = s.inner.Replace(ctx, key, data, metadata, ifVersion); return err })
+	err = s.do(ctx, Replace, func() error { res, err = s.replace(ctx, key, data, metadata, ifVersion); return err })
 	if err != nil {
 		return providers.WriteResult{}, err
 	}
@@ -368,7 +391,7 @@ func (s *driver) Replace(ctx context.Context, key string, data []byte, metadata 
 }
 
 func (s *driver) Delete(ctx context.Context, key string, ifVersion string) error {
-	return s.do(ctx, Delete, func() error { return s.inner.Delete(ctx, key, ifVersion) })
+	return s.do(ctx, Delete, func() error { return s.delete(ctx, key, ifVersion) })
 }
 
 func (s *driver) List(ctx context.Context, prefix, pageToken string, pageSize int) (page providers.ListPage, err error) {
@@ -387,3 +410,100 @@ func (s *driver) As(target any) bool { return s.inner.As(target) }
 
 // Close closes the wrapped store.
 func (s *driver) Close() error { return s.inner.Close() }
+
+// create, replace and delete pass a write to the wrapped store, or with
+// CheckThenWrite check its precondition here and write it non-atomically.
+func (s *driver) create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+	if s.cfg.CheckThenWrite <= 0 {
+		return s.inner.Create(ctx, key, data, metadata)
+	}
+	if err := s.check(ctx, key, func(cur string) error {
+		if cur != "" {
+			return errors.New("the object exists")
+		}
+		return nil
+	}); err != nil {
+		return providers.WriteResult{}, err
+	}
+	return s.put(ctx, key, data, metadata)
+}
+
+func (s *driver) replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+	if s.cfg.CheckThenWrite <= 0 {
+		return s.inner.Replace(ctx, key, data, metadata, ifVersion)
+	}
+	if err := s.check(ctx, key, matches(ifVersion)); err != nil {
+		return providers.WriteResult{}, err
+	}
+	return s.put(ctx, key, data, metadata)
+}
+
+func (s *driver) delete(ctx context.Context, key, ifVersion string) error {
+	if s.cfg.CheckThenWrite <= 0 {
+		return s.inner.Delete(ctx, key, ifVersion)
+	}
+	if err := s.check(ctx, key, matches(ifVersion)); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	cur, err := s.current(ctx, key)
+	if err != nil || cur == "" {
+		return err
+	}
+	return s.inner.Delete(ctx, key, cur)
+}
+
+func matches(ifVersion string) func(cur string) error {
+	return func(cur string) error {
+		switch cur {
+		case "":
+			return errors.New("the object does not exist")
+		case ifVersion:
+			return nil
+		}
+		return fmt.Errorf("the object is at version %q, not %q", cur, ifVersion)
+	}
+}
+
+// check reads the current version under the lock and applies ok to it,
+// then waits CheckThenWrite without the lock: the window in which another
+// writer's check passes too.
+func (s *driver) check(ctx context.Context, key string, ok func(cur string) error) error {
+	s.wmu.Lock()
+	cur, err := s.current(ctx, key)
+	s.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := ok(cur); err != nil {
+		return fmt.Errorf("%w: %w (checked before a non-atomic write)", providers.ErrPrecondition, err)
+	}
+	return s.cfg.Sleep(ctx, s.cfg.CheckThenWrite)
+}
+
+// current is key's version, or "" if there is no object.
+func (s *driver) current(ctx context.Context, key string) (string, error) {
+	a, err := s.inner.Stat(ctx, key)
+	switch {
+	case errors.Is(err, providers.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	return a.Version, nil
+}
+
+// put writes the object whatever is there.
+func (s *driver) put(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	cur, err := s.current(ctx, key)
+	if err != nil {
+		return providers.WriteResult{}, err
+	}
+	if cur == "" {
+		return s.inner.Create(ctx, key, data, metadata)
+	}
+	return s.inner.Replace(ctx, key, data, metadata, cur)
+}

@@ -332,3 +332,63 @@ func TestConfigValidated(t *testing.T) {
 		})
 	}
 }
+
+// With CheckThenWrite the store enforces preconditions one request at a time
+// and lets every writer of a concurrent race through.
+func TestCheckThenWrite(t *testing.T) {
+	cfg := faulty.Config{Seed: 1, CheckThenWrite: time.Millisecond}
+	t.Run("sequential", func(t *testing.T) {
+		ctx := context.Background()
+		s := newFaulty(t, mem.New(), cfg)
+		v1, err := s.Create(ctx, "k", []byte("1"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v2, err := s.Replace(ctx, "k", []byte("2"), nil, v1.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, err := range map[string]error{
+			"second create":      ignore(s.Create(ctx, "k", []byte("x"), nil)),
+			"stale replace":      ignore(s.Replace(ctx, "k", []byte("x"), nil, v1.Version)),
+			"stale delete":       s.Delete(ctx, "k", v1.Version),
+			"replace of missing": ignore(s.Replace(ctx, "gone", []byte("x"), nil, v1.Version)),
+			"delete of missing":  s.Delete(ctx, "gone", v1.Version),
+		} {
+			if !errors.Is(err, providers.ErrPrecondition) {
+				t.Errorf("%s: %v, want ErrPrecondition", what, err)
+			}
+		}
+		if err := s.Delete(ctx, "k", v2.Version); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Stat(ctx, "k"); !errors.Is(err, providers.ErrNotFound) {
+			t.Fatalf("after delete: %v, want ErrNotFound", err)
+		}
+	})
+	race := func(t *testing.T, op faulty.Op) {
+		synctest.Test(t, func(t *testing.T) {
+			m := mem.New()
+			s := newFaulty(t, m, cfg)
+			v := seed(t, m, op)
+			const writers = 4
+			errs := make(chan error, writers)
+			for range writers {
+				go func() { errs <- writeOp(s, op, v) }()
+			}
+			for range writers {
+				if err := <-errs; err != nil {
+					t.Fatalf("%s race: %v, want every writer to succeed", op, err)
+				}
+			}
+		})
+	}
+	for _, op := range []faulty.Op{faulty.Create, faulty.Replace, faulty.Delete} {
+		t.Run(string(op)+" race", func(t *testing.T) { race(t, op) })
+	}
+	if _, err := faulty.New(mem.New(), faulty.Config{CheckThenWrite: -1}); err == nil {
+		t.Error("a negative CheckThenWrite was accepted")
+	}
+}
+
+func ignore(_ providers.WriteResult, err error) error { return err }

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+)
+
+const doctorDetail = `Checks that the store refuses the writes the lease protocol relies on it to
+refuse. One request at a time: a second create of one object, a replace or
+delete with a stale version, a replace and a delete of a missing object.
+Then concurrently, since a store may check a condition and write
+non-atomically: 8 writers released together race to create one fresh key,
+to replace one object at one version, to delete or replace it (half each),
+and to delete it, 8 rounds of each on fresh objects. Exactly one writer must
+win each round (none only if the store refused them all as conflicting or
+throttled; several only if all deleted and the object is gone), and the
+object must be as the winner left it. Some
+S3-compatible stores accept conditional requests and ignore them, or enforce
+them non-atomically; leases on such a store are not exclusive. It writes
+scratch objects under PREFIX-URL and removes them.
+
+Prints the verdict, every check that failed, one line per kind of race
+(rounds, how many rounds had how many winners, verdict), how the store
+answers writes to a missing object, the store's clock offset from this
+machine's (when the store reports its time) and the latency of each
+sequential request. With -o json: {"url","store","safe","failures",
+"missing_replace","missing_delete","races","clock_known","clock_offset_ms",
+"latency_ms"}, each race {"kind","writers","rounds","winners",
+"all_retryable","repeated_deletes","conflicts","throttled","verdict",
+"failures","elapsed_ms"}
+(winners[w] is the number of rounds that w writers won). Exits 0 if the
+store is safe to use, 1 if it is not, 69 if it could not be checked.`
+
+// diagnosis is doctor's JSON output.
+type diagnosis struct {
+	URL            string               `json:"url"`
+	Store          string               `json:"store"`
+	Safe           bool                 `json:"safe"`
+	Failures       []string             `json:"failures"`
+	MissingReplace string               `json:"missing_replace"`
+	MissingDelete  string               `json:"missing_delete"`
+	Races          []raceJSON           `json:"races"`
+	ClockKnown     bool                 `json:"clock_known"`
+	ClockOffsetMs  float64              `json:"clock_offset_ms"`
+	LatencyMs      map[string][]float64 `json:"latency_ms"`
+}
+
+// raceJSON is one kind of race in doctor's JSON output.
+type raceJSON struct {
+	Kind         string   `json:"kind"`
+	Writers      int      `json:"writers"`
+	Rounds       int      `json:"rounds"`
+	Winners      []int    `json:"winners"`
+	AllRetryable int      `json:"all_retryable"`
+	Repeated     int      `json:"repeated_deletes"`
+	Conflicts    int      `json:"conflicts"`
+	Throttled    int      `json:"throttled"`
+	Verdict      string   `json:"verdict"`
+	Failures     []string `json:"failures"`
+	ElapsedMs    float64  `json:"elapsed_ms"`
+}
+
+func (c *cli) doctorCmd(fs *flagSet) action {
+	asJSON := addOutput(fs)
+	return func(ctx context.Context, pos []string) error {
+		url, err := fs.oneURL(pos)
+		if err != nil {
+			return err
+		}
+		store, prefix, err := c.open(ctx, url, false)
+		if err != nil {
+			return opErr("doctor", url, err)
+		}
+		defer store.Close()
+		r, err := objlease.Probe(ctx, store, prefix)
+		if err != nil && !errors.Is(err, objlease.ErrStoreUnsafe) {
+			return opErr("doctor", url, fmt.Errorf("store could not be checked: %w", err))
+		}
+		verdict := error(nil)
+		if len(r.Failures) > 0 {
+			verdict = opErr("doctor", url, fmt.Errorf("%w: leases on it would not be exclusive", errUnsafe))
+		}
+		if *asJSON {
+			d := diagnosis{URL: url, Store: r.Store, Safe: len(r.Failures) == 0, Failures: append([]string{}, r.Failures...),
+				MissingReplace: r.MissingReplace, MissingDelete: r.MissingDelete, Races: []raceJSON{},
+				ClockKnown: r.ClockKnown, ClockOffsetMs: msOf(r.ClockOffset), LatencyMs: map[string][]float64{}}
+			for _, race := range r.Races {
+				d.Races = append(d.Races, raceJSON{Kind: race.Kind, Writers: race.Writers, Rounds: race.Rounds,
+					Winners: race.Winners, AllRetryable: race.AllRetryable, Repeated: race.RepeatedDeletes, Conflicts: race.Conflicts, Throttled: race.Throttled,
+					Verdict: race.Verdict(), Failures: append([]string{}, race.Failures...), ElapsedMs: msOf(race.Elapsed)})
+			}
+			for op, ds := range r.Latency {
+				for _, l := range ds {
+					d.LatencyMs[op] = append(d.LatencyMs[op], msOf(l))
+				}
+			}
+			if err := c.printJSON(d); err != nil {
+				return err
+			}
+			return verdict
+		}
+		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(w, "store:\t%s\n", r.Store)
+		if len(r.Failures) == 0 {
+			fmt.Fprintf(w, "verdict:\tsafe: every conditional write that should fail was refused, alone and in races\n")
+		} else {
+			fmt.Fprintf(w, "verdict:\tUNSAFE: leases on this store would not be exclusive\n")
+			for _, fail := range r.Failures {
+				fmt.Fprintf(w, "failed:\t%s\n", fail)
+			}
+		}
+		for _, race := range r.Races {
+			fmt.Fprintf(w, "race:\t%s\n", raceLine(race))
+		}
+		fmt.Fprintf(w, "missing:\treplace answered %s, delete answered %s\n", r.MissingReplace, r.MissingDelete)
+		if r.ClockKnown {
+			fmt.Fprintf(w, "clock:\tstore minus local %+v (estimated; --store-clock relies on the store's clocks agreeing with each other, not with this one)\n", r.ClockOffset.Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(w, "clock:\tthe store reports no time; --store-clock has no effect on it\n")
+		}
+		ops := make([]string, 0, len(r.Latency))
+		for op := range r.Latency {
+			ops = append(ops, op)
+		}
+		slices.Sort(ops)
+		for _, op := range ops {
+			fmt.Fprintf(w, "latency:\t%s %v\n", op, roundAll(r.Latency[op]))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		return verdict
+	}
+}
+
+// raceLine is one kind of race in a line, such as "create: 8 rounds of 8
+// writers; 1 winner in 7 rounds, 2 winners in 1 round; 6ms; unsafe".
+func raceLine(r objlease.RaceResult) string {
+	var parts []string
+	for w, n := range r.Winners {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s in %s", plural(w, "winner"), plural(n, "round")))
+		}
+	}
+	if r.AllRetryable > 0 {
+		parts = append(parts, fmt.Sprintf("%s refused all as conflicting or throttled", plural(r.AllRetryable, "round")))
+	}
+	if r.RepeatedDeletes > 0 {
+		parts = append(parts, fmt.Sprintf("%s only deletes won and the object is gone (allowed)", plural(r.RepeatedDeletes, "round")))
+	}
+	if r.Conflicts > 0 {
+		parts = append(parts, plural(r.Conflicts, "conflict"))
+	}
+	if r.Throttled > 0 {
+		parts = append(parts, fmt.Sprintf("%d throttled", r.Throttled))
+	}
+	return fmt.Sprintf("%s: %s of %s; %s; %v; %s", r.Kind, plural(r.Rounds, "round"), plural(r.Writers, "writer"),
+		strings.Join(parts, ", "), r.Elapsed.Round(time.Millisecond), r.Verdict())
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(10 * time.Microsecond)
+	}
+	return out
+}

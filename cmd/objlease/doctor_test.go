@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/faulty"
+	"github.com/objlease/objlease/providers/mem"
+)
+
+// TestDoctorNonAtomicStore: doctor on a store whose conditional writes are
+// right one at a time and not atomic calls it unsafe, exits 1 and shows the
+// races that went wrong. The scheme is registered here, not in an init, so
+// that the objlease the scripts run does not know it.
+func TestDoctorNonAtomicStore(t *testing.T) {
+	providers.Register("nonatomic", func(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
+		s, err := faulty.New(mem.New(), faulty.Config{Seed: 1, CheckThenWrite: 2 * time.Millisecond})
+		if err != nil {
+			return nil, "", err
+		}
+		return s.Bucket, strings.TrimPrefix(u.Path, "/"), nil
+	})
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+		code := c.main(context.Background(), args)
+		return code, stdout.String(), stderr.String()
+	}
+
+	code, out, errOut := run("doctor", "nonatomic://s/p/")
+	if code != 1 {
+		t.Fatalf("doctor exited %d, want 1 (unsafe); stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		`(?m)^verdict: +UNSAFE`,
+		`(?m)^failed: +create race \(If-None-Match: \* is not atomic\): \d of 8 rounds of 8 writers went wrong, first round \d: \d of 8 writers succeeded$`,
+		`(?m)^race: +create: 8 rounds of 8 writers; .*; unsafe$`,
+		`(?m)^race: +replace: 8 rounds of 8 writers; .*; unsafe$`,
+		`(?m)^race: +delete-replace: 8 rounds of 8 writers; .*; unsafe$`,
+		`(?m)^race: +delete-delete: 8 rounds of 8 writers; .*only deletes won and the object is gone \(allowed\).*; safe$`,
+		`(?m)^missing: +replace answered ErrPrecondition, delete answered ErrPrecondition$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("stdout lacks %s:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "leases on it would not be exclusive") {
+		t.Errorf("stderr %q does not say why", errOut)
+	}
+
+	code, out, _ = run("doctor", "-o", "json", "nonatomic://s/p/")
+	var d diagnosis
+	if err := json.Unmarshal([]byte(out), &d); err != nil || code != 1 {
+		t.Fatalf("doctor -o json exited %d: %v: %s", code, err, out)
+	}
+	if d.Safe || len(d.Races) != 4 || d.MissingDelete != "ErrPrecondition" {
+		t.Fatalf("diagnosis %+v", d)
+	}
+	for _, r := range d.Races {
+		if r.Kind == "delete-delete" {
+			if r.Verdict != "safe" || r.Repeated == 0 {
+				t.Errorf("race %+v, want safe with repeated deletes", r)
+			}
+			continue
+		}
+		if r.Verdict != "unsafe" || len(r.Failures) == 0 || len(r.Winners) != 9 || r.Winners[1] == 8 {
+			t.Errorf("race %+v, want unsafe", r)
+		}
+	}
+}
