@@ -37,8 +37,14 @@ type ProbeReport struct {
 	// which creates the object; allowed for a delete, which removes nothing.
 	MissingReplace, MissingDelete string
 	// Races is how the store answered each kind of concurrent race, in the
-	// order run; a race that went wrong also has a line in Failures.
+	// order run. A create or replace race that went wrong also has a line
+	// in Failures; a race of deletes that went wrong has one in Caveats.
 	Races []RaceResult
+	// Caveats lists what the store gets wrong that objlease does not rely
+	// on: a conditional DELETE that is not atomic against concurrent
+	// writes (objlease deletes conditionally only to collect batch objects
+	// orphaned below the committed token, which nothing writes again).
+	Caveats []string
 }
 
 // Probe checks, with scratch objects under prefix, that store refuses the
@@ -56,7 +62,8 @@ type ProbeReport struct {
 // ProbeRounds rounds on a fresh object (see RaceResult). A round with more
 // than one winner (unless all were deletes and the object is gone), without
 // a winner while some writer was refused as stale, or after which the object
-// is not as its winner left it, makes the store unsafe. A store that declares a minimum interval between writes to one
+// is not as its winner left it, makes the store unsafe, except in the races
+// of deletes, which only add a caveat (see ProbeReport.Caveats). A store that declares a minimum interval between writes to one
 // object (Properties.MinWriteInterval) gets it once between creating the
 // race objects and racing on them, and once before they are removed.
 //

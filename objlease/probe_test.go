@@ -214,3 +214,36 @@ func TestProbeDeleteOfMissingSucceeds(t *testing.T) {
 	}, nil, false}, "probe/")
 	safeReport(t, r, err, "success")
 }
+
+// racyDeleteStore checks a conditional delete's version, then deletes
+// whatever is there a moment later, as versitygw 1.8.0 was seen to do
+// against a concurrent conditional replace.
+type racyDeleteStore struct{ *mem.Store }
+
+func (s racyDeleteStore) Delete(ctx context.Context, key, ifVersion string) error {
+	a, err := s.Stat(ctx, key)
+	if err != nil {
+		return err
+	}
+	if a.Version != ifVersion {
+		return providers.ErrPrecondition
+	}
+	time.Sleep(time.Millisecond)
+	if a, err = s.Stat(ctx, key); err != nil {
+		return err
+	}
+	return s.Store.Delete(ctx, key, a.Version)
+}
+
+// A conditional delete that is not atomic against a concurrent replace is a
+// caveat, not a reason to call the store unsafe: objlease's conditional
+// deletes only collect orphaned batch objects, which nothing writes again.
+func TestProbeRacyDeleteIsACaveat(t *testing.T) {
+	r, err := objlease.Probe(context.Background(), racyDeleteStore{mem.New()}, "probe/")
+	if err != nil {
+		t.Fatalf("store whose conditional deletes race replaces: %v, want safe with a caveat", err)
+	}
+	if len(r.Caveats) == 0 || !strings.Contains(r.Caveats[0], "delete-replace race") {
+		t.Fatalf("caveats %q, want the delete-replace race", r.Caveats)
+	}
+}

@@ -44,6 +44,7 @@ type diagnosis struct {
 	Store          string               `json:"store"`
 	Safe           bool                 `json:"safe"`
 	Failures       []string             `json:"failures"`
+	Caveats        []string             `json:"caveats"`
 	MissingReplace string               `json:"missing_replace"`
 	MissingDelete  string               `json:"missing_delete"`
 	Races          []raceJSON           `json:"races"`
@@ -89,7 +90,7 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 		}
 		if *asJSON {
 			d := diagnosis{URL: url, Store: r.Store, Safe: len(r.Failures) == 0, Failures: append([]string{}, r.Failures...),
-				MissingReplace: r.MissingReplace, MissingDelete: r.MissingDelete, Races: []raceJSON{},
+				Caveats: append([]string{}, r.Caveats...), MissingReplace: r.MissingReplace, MissingDelete: r.MissingDelete, Races: []raceJSON{},
 				ClockKnown: r.ClockKnown, ClockOffsetMs: msOf(r.ClockOffset), LatencyMs: map[string][]float64{}}
 			for _, race := range r.Races {
 				d.Races = append(d.Races, raceJSON{Kind: race.Kind, Writers: race.Writers, Rounds: race.Rounds,
@@ -115,6 +116,9 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 			for _, fail := range r.Failures {
 				fmt.Fprintf(w, "failed:\t%s\n", fail)
 			}
+		}
+		for _, caveat := range r.Caveats {
+			fmt.Fprintf(w, "caveat:\t%s\n", caveat)
 		}
 		for _, race := range r.Races {
 			fmt.Fprintf(w, "race:\t%s\n", raceLine(race))
