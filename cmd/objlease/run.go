@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -39,7 +40,11 @@ OBJLEASE_URL in its environment.
 then the prefix of N slots, each a lease with its own fencing tokens, and
 COMMAND also gets OBJLEASE_SLOT, its slot's index (fence per slot). Every
 process must pass the same N: the first records it, and one that disagrees
-exits 64. It runs in its own process group, which is
+exits 64. N must be at least 1.
+
+--commit PREFIX-URL commits what COMMAND wrote under its token once it
+exits 0; if it wrote nothing, the commit is refused and run exits 64
+(--allow-empty commits the empty set). COMMAND runs in its own process group, which is
 given the terminal if run has it. SIGINT, SIGTERM and SIGHUP sent to run are
 passed on to that group; one that arrives while run waits for the lease ends
 the wait (exit 128+N).
@@ -60,13 +65,20 @@ func (c *cli) runCmd(fs *flagSet) action {
 	grace := 10 * time.Second
 	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "after the lease is lost, how long the command has between SIGTERM and SIGKILL, as a `duration` (default 10s)")
 	commit := fs.String("commit", "", "guarded `PREFIX-URL` to commit when the command exits 0: the command writes with \"objlease batch put --token $OBJLEASE_TOKEN $OBJLEASE_COMMIT_URL NAME\"")
+	allowEmpty := addAllowEmpty(fs, "with --commit: commit even if the command wrote nothing, replacing the committed set with an empty one (refused otherwise, exit 64)")
 	slots := fs.Int("slots", 0, "let at most `N` holders run at once: URL is then the prefix of N slots, each a lease with tokens of its own, and COMMAND also gets OBJLEASE_SLOT")
 	fs.checks = append(fs.checks, func() error {
+		slotsSet := false
+		fs.Visit(func(f *flag.Flag) { slotsSet = slotsSet || f.Name == "slots" })
 		switch {
-		case *slots < 0 || *slots > semaphore.MaxSlots:
+		case slotsSet && *slots < 1:
+			return fmt.Errorf("--slots must be at least 1 (got %d)", *slots)
+		case *slots > semaphore.MaxSlots:
 			return fmt.Errorf("--slots %d: want 1 to %d", *slots, semaphore.MaxSlots)
 		case *slots > 0 && *commit != "":
 			return errors.New("--commit with --slots: each slot has tokens of its own, so one guarded prefix cannot fence them all")
+		case *allowEmpty && *commit == "":
+			return errors.New("--allow-empty without --commit: it only lets --commit commit an empty set")
 		}
 		return nil
 	})
@@ -75,6 +87,12 @@ func (c *cli) runCmd(fs *flagSet) action {
 			return usagef("run needs a URL and a command: objlease run [flags] URL -- COMMAND [ARGS...]")
 		}
 		url, argv := pos[0], pos[2:]
+		if *commit != "" {
+			// Found now, not after the command has run.
+			if err := inProcess(*commit); err != nil {
+				return opErr("run", *commit, err)
+			}
+		}
 		if *slots > 0 {
 			sl, store, err := c.takeSlot(ctx, &lf, url, *slots, timeout)
 			if err != nil {
@@ -85,7 +103,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 				c.release(sl.Lease)
 				return opErr("run", url, i)
 			}
-			return c.runHolding(url, sl.Lease, argv, grace, "", "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
+			return c.runHolding(url, sl.Lease, argv, grace, "", false, "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
 		}
 		cl, err := c.client(ctx, &lf, url)
 		if err != nil {
@@ -101,7 +119,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 			c.release(l)
 			return opErr("run", url, i)
 		}
-		return c.runHolding(url, l, argv, grace, *commit)
+		return c.runHolding(url, l, argv, grace, *commit, *allowEmpty)
 	}
 }
 
@@ -141,7 +159,7 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 
 // runHolding runs argv while l is held, and returns its exit status. env
 // is added to the command's environment.
-func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string, env ...string) error {
+func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string, allowEmpty bool, env ...string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	cmd.Env = append(os.Environ(),
@@ -178,7 +196,7 @@ func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace tim
 			if commit != "" && status == 0 {
 				// The commit is fenced by the store, not by still holding the
 				// lease; it is refused if a newer token has committed.
-				if err := c.commitAfterRun(commit, l.Token()); err != nil {
+				if err := c.commitAfterRun(commit, l.Token(), allowEmpty); err != nil {
 					c.release(l)
 					return err
 				}
