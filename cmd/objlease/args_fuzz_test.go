@@ -15,7 +15,7 @@ import (
 // input), objlease never panics, ends with a documented exit code, and
 // says on stderr why it refused a usage error.
 //
-// Lines that would reach beyond the process are skipped: run starts a
+// Lines that would reach beyond the process are skipped: run and its supervisor start a
 // command, acquire leaves a lease renewed in the background, and every
 // scheme but mem touches the disk or the network. Seeds are in
 // testdata/fuzz/FuzzArgs.
@@ -44,7 +44,7 @@ func FuzzArgs(f *testing.F) {
 		for len(cmd) > 0 && (cmd[0] == "-v" || cmd[0] == "--v") {
 			cmd = cmd[1:]
 		}
-		if len(cmd) > 0 && slices.Contains([]string{"run", "acquire", "hold", "watch", "bench", benchHolderCmd}, cmd[0]) {
+		if len(cmd) > 0 && slices.Contains([]string{"run", "acquire", "hold", "watch", "bench", benchHolderCmd, superviseCmd}, cmd[0]) {
 			return
 		}
 		for _, a := range args {

@@ -30,6 +30,11 @@ var (
 	errUnsafe      = errors.New("store does not enforce conditional writes")
 	errCannotStart = errors.New("command could not be started")
 	errNotFound    = errors.New("command not found")
+	// errEmpty: nothing to write where writing nothing would replace data
+	// (put of an empty stdin, a commit of a batch with no objects).
+	errEmpty = errors.New("nothing to write")
+	// errInProcess: a mem:// URL, whose store no other process can see.
+	errInProcess = errors.New("in-process store")
 )
 
 // Exit codes that tests and callers name.
@@ -50,7 +55,8 @@ var exitCodes = []struct {
 	{78, []error{providers.ErrNoBucket, providers.ErrPermission, providers.ErrWrongEndpoint},
 		"the store is not set up as the URL says: the bucket or container does not exist, the credentials were refused, the endpoint does not serve the store's API, or (file://) the file system refused access or is mounted read-only"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
-		fence.ErrVersionsRepeat, bench.ErrUsage, semaphore.ErrSizeMismatch}, "usage error: unknown command or flag, missing argument, bad URL or key, invalid option, a --slots other than the recorded one"},
+		fence.ErrVersionsRepeat, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
+		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty)"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold: the lease was lost while held"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
 	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},

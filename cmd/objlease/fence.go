@@ -20,7 +20,11 @@ lease cannot overwrite a newer holder's data:
 
 On S3 (whose versions repeat when identical bytes are written again) the
 write is refused unless --unique-payloads promises that no two writes carry
-identical bytes; otherwise use "objlease batch". See docs/fencing.md.`
+identical bytes; otherwise use "objlease batch". See docs/fencing.md.
+
+An empty standard input is refused (exit 64), the object left as it was:
+it is most often a pipeline whose producer failed. --allow-empty writes an
+empty object.`
 
 const rmDetail = `Deletes the object at URL if --token is at least the highest token that has
 written it. The object becomes an empty tombstone that keeps the token, so an
@@ -35,7 +39,11 @@ commit nor overwrite what a newer one committed.
   objlease batch show [-o json] PREFIX-URL               print the committed set
 
 "objlease run --commit PREFIX-URL" commits for you when the command succeeds
-(it finds the prefix in $OBJLEASE_COMMIT_URL). See docs/fencing.md.`
+(it finds the prefix in $OBJLEASE_COMMIT_URL). See docs/fencing.md.
+
+commit without --merge refuses (exit 64) if nothing was written under token
+N, rather than replace the committed set with an empty one; put refuses an
+empty standard input. --allow-empty allows both.`
 
 // addToken registers --token, required by every fenced write.
 func addToken(fs *flagSet) *uint64 {
@@ -48,6 +56,31 @@ func addToken(fs *flagSet) *uint64 {
 		return nil
 	})
 	return token
+}
+
+// addAllowEmpty registers --allow-empty, without which an empty body or
+// an empty batch is refused.
+func addAllowEmpty(fs *flagSet, usage string) *bool {
+	return fs.Bool("allow-empty", false, usage)
+}
+
+// emptyInput is the refusal of an empty standard input.
+func emptyInput(what string) error {
+	return &tagged{"standard input is empty: refusing to " + what + " (--allow-empty writes an empty object)", errEmpty}
+}
+
+// checkWritten refuses a commit of token's batch under prefix that would
+// replace the committed set with an empty one: nothing was written under
+// the token (the job failed to write, or wrote elsewhere).
+func checkWritten(ctx context.Context, store providers.Store, prefix string, token uint64) error {
+	page, err := store.List(ctx, fence.TokenDir(prefix, token), "", 1)
+	if err != nil {
+		return err
+	}
+	if len(page.Objects) == 0 {
+		return &tagged{fmt.Sprintf("token %d wrote nothing under the prefix: refusing to replace the committed set with an empty one (--allow-empty commits an empty set)", token), errEmpty}
+	}
+	return nil
 }
 
 func addUniquePayloads(fs *flagSet) *bool {
@@ -66,6 +99,7 @@ func fencedErr(op, url string, err error) error {
 func (c *cli) putCmd(fs *flagSet) action {
 	token := addToken(fs)
 	unique := addUniquePayloads(fs)
+	allowEmpty := addAllowEmpty(fs, "write an empty object when standard input is empty (refused otherwise: an empty stdin is most often a failed pipeline)")
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)
 		if err != nil {
@@ -79,6 +113,9 @@ func (c *cli) putCmd(fs *flagSet) action {
 		data, err := io.ReadAll(c.stdin)
 		if err != nil {
 			return opErr("put", url, fmt.Errorf("reading standard input: %w", err))
+		}
+		if len(data) == 0 && !*allowEmpty {
+			return opErr("put", url, emptyInput("replace the object with zero bytes"))
 		}
 		res, err := fence.Put(ctx, store, key, *token, data, fence.Options{UniquePayloads: *unique})
 		if err != nil {
@@ -121,6 +158,7 @@ func (c *cli) batchCmd(fs *flagSet) action {
 	var token uint64
 	fs.Uint64Var(&token, "token", 0, "put, commit: fencing `token` of the writer (e.g. $OBJLEASE_TOKEN)")
 	merge := fs.Bool("merge", false, "commit: keep earlier committed objects this batch did not rewrite")
+	allowEmpty := addAllowEmpty(fs, "put: write an empty object when standard input is empty; commit: commit even if nothing was written under the token, replacing the committed set with an empty one (both refused otherwise)")
 	asJSON := addOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		want := map[string]int{"put": 3, "commit": 2, "show": 2}
@@ -143,6 +181,9 @@ func (c *cli) batchCmd(fs *flagSet) action {
 			if err != nil {
 				return opErr(op, url, fmt.Errorf("reading standard input: %w", err))
 			}
+			if len(data) == 0 && !*allowEmpty {
+				return opErr(op, url, emptyInput(fmt.Sprintf("write %q with zero bytes", pos[2])))
+			}
 			err = fence.NewBatch(store, prefix, token).Put(ctx, pos[2], data)
 			if errors.Is(err, providers.ErrPrecondition) {
 				// Batch objects are write-once: a refusal is a fenced one.
@@ -150,6 +191,11 @@ func (c *cli) batchCmd(fs *flagSet) action {
 			}
 			return opErr(op, url, err)
 		case "commit":
+			if !*merge && !*allowEmpty {
+				if err := checkWritten(ctx, store, prefix, token); err != nil {
+					return opErr(op, url, err)
+				}
+			}
 			m, err := fence.CommitWritten(ctx, store, prefix, token, *merge)
 			if err != nil {
 				return fencedErr(op, url, err)
@@ -176,14 +222,20 @@ func (c *cli) batchCmd(fs *flagSet) action {
 }
 
 // commitAfterRun commits the guarded prefix at rawURL for token, after the
-// command run by "run --commit" succeeded.
-func (c *cli) commitAfterRun(rawURL string, token uint64) error {
+// command run by "run --commit" succeeded. Unless allowEmpty, it refuses
+// to commit if the command wrote nothing.
+func (c *cli) commitAfterRun(rawURL string, token uint64, allowEmpty bool) error {
 	ctx := context.Background()
 	store, prefix, err := c.open(ctx, rawURL, false)
 	if err != nil {
 		return opErr("commit", rawURL, err)
 	}
 	defer store.Close()
+	if !allowEmpty {
+		if err := checkWritten(ctx, store, prefix, token); err != nil {
+			return opErr("commit", rawURL, err)
+		}
+	}
 	m, err := fence.CommitWritten(ctx, store, prefix, token, false)
 	if err != nil {
 		return fencedErr("commit", rawURL, err)

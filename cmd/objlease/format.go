@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -98,8 +100,18 @@ func recordAge(a providers.Attrs, r *objlease.Record) (time.Duration, string) {
 }
 
 // open opens the store a URL names. With wantKey it refuses a URL that
-// names no object (a bucket or directory).
+// names no object (a bucket or directory). It refuses a mem:// URL: see
+// inProcess.
 func (c *cli) open(ctx context.Context, rawURL string, wantKey bool) (providers.Store, string, error) {
+	if err := inProcess(rawURL); err != nil {
+		return nil, "", err
+	}
+	return c.openAny(ctx, rawURL, wantKey)
+}
+
+// openAny is open that also takes a mem:// URL, for bench, which keeps
+// every lease of a mem:// run inside its own process.
+func (c *cli) openAny(ctx context.Context, rawURL string, wantKey bool) (providers.Store, string, error) {
 	store, key, err := providers.Open(ctx, rawURL)
 	if err != nil {
 		return nil, "", err
@@ -123,4 +135,15 @@ func (c *cli) client(ctx context.Context, lf *leaseFlags, rawURL string) (*objle
 		return nil, err
 	}
 	return cl, nil
+}
+
+// inProcess refuses a mem:// URL. Its store lives in the process that
+// opened it, so every objlease process would get an empty store of its
+// own: each acquire would get token 1, and nothing would be shared.
+func inProcess(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || !strings.EqualFold(u.Scheme, "mem") {
+		return nil // providers.Open judges it
+	}
+	return &tagged{"mem:// stores live inside one process, so every objlease command would get an empty one of its own; use file:// to share leases between processes on one machine", errInProcess}
 }

@@ -146,7 +146,7 @@ func (c *cli) benchEnv() bench.Env {
 	}
 	return bench.Env{Stdout: c.stdout, Stderr: c.stderr, Log: c.log, Holder: []string{exe, benchHolderCmd},
 		Open: func(ctx context.Context, rawURL string) (providers.Store, string, error) {
-			return c.open(ctx, rawURL, false)
+			return c.openAny(ctx, rawURL, false)
 		}}
 }
 

@@ -98,6 +98,7 @@ func init() {
 		{name: "doctor", args: "[-o json] PREFIX-URL", summary: "check that a store enforces conditional writes", detail: doctorDetail, setup: (*cli).doctorCmd},
 		{name: "bench", args: "[flags] PREFIX-URL", summary: "measure latency, cost, contention and failover on a store", detail: benchDetail, setup: (*cli).benchCmd},
 		{name: benchHolderCmd, hidden: true, setup: (*cli).benchHolderCmd},
+		{name: superviseCmd, hidden: true, setup: (*cli).superviseCmd},
 		{name: "completion", args: "bash|zsh|fish", summary: "print a shell completion script", detail: completionDetail, setup: (*cli).completionCmd},
 		{name: "help", args: "[COMMAND]", summary: "show this help, or a command's", detail: helpDetail, setup: (*cli).helpCmd},
 		{name: "version", args: "", summary: "print the version", detail: versionDetail, setup: (*cli).versionCmd},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -39,34 +40,54 @@ OBJLEASE_URL in its environment.
 then the prefix of N slots, each a lease with its own fencing tokens, and
 COMMAND also gets OBJLEASE_SLOT, its slot's index (fence per slot). Every
 process must pass the same N: the first records it, and one that disagrees
-exits 64. It runs in its own process group, which is
-given the terminal if run has it. SIGINT, SIGTERM and SIGHUP sent to run are
-passed on to that group; one that arrives while run waits for the lease ends
-the wait (exit 128+N).
+exits 64. N must be at least 1.
+
+--commit PREFIX-URL commits what COMMAND wrote under its token once it
+exits 0; if it wrote nothing, the commit is refused and run exits 64
+(--allow-empty commits the empty set).
+
+COMMAND runs in its own process group, which is given the terminal if run
+has it. SIGINT, SIGTERM and SIGHUP sent to run are passed on to that
+group; one that arrives while run waits for the lease ends the wait (exit
+128+N).
 
 If the lease is lost while COMMAND runs (a renewal was refused because the
 record changed, or no renewal succeeded in time), run sends SIGTERM to
-COMMAND's process group, SIGKILL after --grace, and exits 76 once COMMAND
-has exited. It also exits 76 if the release after COMMAND exited finds the
-lease already lost. A lost lease is why writes must carry the token.
+COMMAND's process group, SIGKILL after --grace (on Linux: to everything
+COMMAND started), and exits 76 once COMMAND has exited. It also exits 76
+if the release after COMMAND exited finds the lease already lost. A lost
+lease is why writes must carry the token.
 
-If run itself dies without a chance to act (SIGKILL, a crash), COMMAND is
-killed with it on Linux; elsewhere it keeps running, unfenced, once the
-lease expires: stamp its writes with the token.`
+On Linux nothing COMMAND starts outlives run: a supervising process (run
+itself, started again) stays the parent of COMMAND and of every process
+COMMAND starts, even one in a session of its own. Once COMMAND has exited,
+whatever it left running gets SIGTERM, SIGKILL after --grace, and run
+releases the lease when the last of them has exited. If run itself dies
+without a chance to act (SIGKILL, a crash), the supervisor kills all of
+them at once with SIGKILL. Elsewhere run waits for COMMAND only; what
+COMMAND leaves running, and COMMAND itself if run is killed, keeps running,
+unfenced, once the lease expires: stamp its writes with the token.`
 
 func (c *cli) runCmd(fs *flagSet) action {
 	var lf leaseFlags
 	timeout := addTakeFlags(fs, &lf)
 	grace := 10 * time.Second
-	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "after the lease is lost, how long the command has between SIGTERM and SIGKILL, as a `duration` (default 10s)")
+	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "after the lease is lost, how long the command has between SIGTERM and SIGKILL, as a `duration` (default 10s); on Linux also what the command left running once it exited")
 	commit := fs.String("commit", "", "guarded `PREFIX-URL` to commit when the command exits 0: the command writes with \"objlease batch put --token $OBJLEASE_TOKEN $OBJLEASE_COMMIT_URL NAME\"")
+	allowEmpty := addAllowEmpty(fs, "with --commit: commit even if the command wrote nothing, replacing the committed set with an empty one (refused otherwise, exit 64)")
 	slots := fs.Int("slots", 0, "let at most `N` holders run at once: URL is then the prefix of N slots, each a lease with tokens of its own, and COMMAND also gets OBJLEASE_SLOT")
 	fs.checks = append(fs.checks, func() error {
+		slotsSet := false
+		fs.Visit(func(f *flag.Flag) { slotsSet = slotsSet || f.Name == "slots" })
 		switch {
-		case *slots < 0 || *slots > semaphore.MaxSlots:
+		case slotsSet && *slots < 1:
+			return fmt.Errorf("--slots must be at least 1 (got %d)", *slots)
+		case *slots > semaphore.MaxSlots:
 			return fmt.Errorf("--slots %d: want 1 to %d", *slots, semaphore.MaxSlots)
 		case *slots > 0 && *commit != "":
 			return errors.New("--commit with --slots: each slot has tokens of its own, so one guarded prefix cannot fence them all")
+		case *allowEmpty && *commit == "":
+			return errors.New("--allow-empty without --commit: it only lets --commit commit an empty set")
 		}
 		return nil
 	})
@@ -75,6 +96,12 @@ func (c *cli) runCmd(fs *flagSet) action {
 			return usagef("run needs a URL and a command: objlease run [flags] URL -- COMMAND [ARGS...]")
 		}
 		url, argv := pos[0], pos[2:]
+		if *commit != "" {
+			// Found now, not after the command has run.
+			if err := inProcess(*commit); err != nil {
+				return opErr("run", *commit, err)
+			}
+		}
 		if *slots > 0 {
 			sl, store, err := c.takeSlot(ctx, &lf, url, *slots, timeout)
 			if err != nil {
@@ -85,7 +112,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 				c.release(sl.Lease)
 				return opErr("run", url, i)
 			}
-			return c.runHolding(url, sl.Lease, argv, grace, "", "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
+			return c.runHolding(url, sl.Lease, argv, grace, "", false, "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
 		}
 		cl, err := c.client(ctx, &lf, url)
 		if err != nil {
@@ -101,7 +128,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 			c.release(l)
 			return opErr("run", url, i)
 		}
-		return c.runHolding(url, l, argv, grace, *commit)
+		return c.runHolding(url, l, argv, grace, *commit, *allowEmpty)
 	}
 }
 
@@ -141,7 +168,7 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 
 // runHolding runs argv while l is held, and returns its exit status. env
 // is added to the command's environment.
-func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string, env ...string) error {
+func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string, allowEmpty bool, env ...string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	cmd.Env = append(os.Environ(),
@@ -152,39 +179,36 @@ func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace tim
 	if commit != "" {
 		cmd.Env = append(cmd.Env, "OBJLEASE_COMMIT_URL="+commit)
 	}
-	giveBackTerminal := startInGroup(cmd)
-	exited, err := spawn(cmd)
+	t, err := startCommand(cmd, grace)
 	if err != nil {
-		giveBackTerminal() // the child may have taken it before exec failed
 		c.release(l)
-		sentinel := errCannotStart
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			sentinel = errNotFound
-		}
-		return fmt.Errorf("run %s: cannot start %s: %w (%w)", url, argv[0], sentinel, err)
+		return startErr(url, argv[0], err)
 	}
-	c.log.Debug("command started", slog.Int("pid", cmd.Process.Pid), slog.Uint64("token", l.Token()))
+	c.log.Debug("command started", slog.Int("pid", t.pid()), slog.Uint64("token", l.Token()))
 
 	lost := l.Done() // nothing releases the lease before the command exits
 	var kill <-chan time.Time
 	for {
 		select {
-		case <-exited:
-			giveBackTerminal()
-			if lost == nil {
-				return fmt.Errorf("run %s: command stopped (%s): %w", url, cmd.ProcessState, objlease.ErrLeaseLost)
+		case <-t.done():
+			status, how, err := t.ended()
+			if err != nil {
+				c.release(l)
+				return startErr(url, argv[0], err)
 			}
-			status := exitStatusOf(cmd.ProcessState)
+			if lost == nil {
+				return fmt.Errorf("run %s: command stopped (%s): %w", url, how, objlease.ErrLeaseLost)
+			}
 			if commit != "" && status == 0 {
 				// The commit is fenced by the store, not by still holding the
 				// lease; it is refused if a newer token has committed.
-				if err := c.commitAfterRun(commit, l.Token()); err != nil {
+				if err := c.commitAfterRun(commit, l.Token(), allowEmpty); err != nil {
 					c.release(l)
 					return err
 				}
 			}
 			if err := c.release(l); errors.Is(err, objlease.ErrLeaseLost) {
-				return fmt.Errorf("run %s: the lease was lost before the command exited (%s): %w", url, cmd.ProcessState, err)
+				return fmt.Errorf("run %s: the lease was lost before the command exited (%s): %w", url, how, err)
 			}
 			if status != 0 {
 				return exitStatus(status)
@@ -192,20 +216,78 @@ func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace tim
 			return nil
 		case s := <-c.signals:
 			c.log.Debug("passing signal on to the command", slog.String("signal", s.String()))
-			c.signal(cmd, s)
+			c.signal(t, s)
 		case <-lost:
 			lost = nil
 			c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", reason(l.Err(), url), grace))
-			c.signal(cmd, syscall.SIGTERM)
-			t := time.NewTimer(grace)
-			defer t.Stop()
-			kill = t.C
+			c.signal(t, syscall.SIGTERM)
+			timer := time.NewTimer(grace)
+			defer timer.Stop()
+			kill = timer.C
 		case <-kill:
 			kill = nil
 			c.log.Error(fmt.Sprintf("command still running after --grace %v; sending SIGKILL", grace))
-			c.signal(cmd, syscall.SIGKILL)
+			if err := t.kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+				c.log.Warn("cannot kill the command", slog.Any("err", err))
+			}
 		}
 	}
+}
+
+// startErr is the failure to start argv0.
+func startErr(url, argv0 string, err error) error {
+	if errors.Is(err, errNotFound) || errors.Is(err, errCannotStart) {
+		return fmt.Errorf("run %s: cannot start %s: %w", url, argv0, err)
+	}
+	sentinel := errCannotStart
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		sentinel = errNotFound
+	}
+	return fmt.Errorf("run %s: cannot start %s: %w (%w)", url, argv0, sentinel, err)
+}
+
+// task is a command run started and waits for.
+type task interface {
+	pid() int
+	// done is closed once the command has exited (on Linux: once
+	// everything it started has).
+	done() <-chan struct{}
+	// signal passes sig on to the command's process group.
+	signal(sig os.Signal) error
+	// kill kills the command, at once (on Linux: all it started too).
+	kill() error
+	// ended says, once done is closed, how the command ended: the shell's
+	// status and a description, or why it could not be started.
+	ended() (status int, how string, err error)
+}
+
+// direct is a command run started itself, in a process group of its own.
+type direct struct {
+	cmd      *exec.Cmd
+	exited   <-chan struct{}
+	giveBack func()
+}
+
+// startDirect starts cmd in a process group of its own, given the
+// terminal if run has it.
+func startDirect(cmd *exec.Cmd) (task, error) {
+	giveBack := startInGroup(cmd)
+	exited, err := spawn(cmd)
+	if err != nil {
+		giveBack() // the child may have taken it before exec failed
+		return nil, err
+	}
+	return &direct{cmd: cmd, exited: exited, giveBack: giveBack}, nil
+}
+
+func (d *direct) pid() int                   { return d.cmd.Process.Pid }
+func (d *direct) done() <-chan struct{}      { return d.exited }
+func (d *direct) signal(sig os.Signal) error { return signalGroup(d.cmd, sig) }
+func (d *direct) kill() error                { return signalGroup(d.cmd, syscall.SIGKILL) }
+
+func (d *direct) ended() (int, string, error) {
+	d.giveBack()
+	return exitStatusOf(d.cmd.ProcessState), d.cmd.ProcessState.String(), nil
 }
 
 // spawn starts cmd and waits for it on one goroutine locked to its OS
@@ -249,8 +331,8 @@ func (c *cli) release(l *objlease.Lease) error {
 }
 
 // signal sends sig to the command's process group.
-func (c *cli) signal(cmd *exec.Cmd, sig os.Signal) {
-	if err := signalGroup(cmd, sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+func (c *cli) signal(t task, sig os.Signal) {
+	if err := t.signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		c.log.Warn("cannot signal the command", slog.String("signal", sig.String()), slog.Any("err", err))
 	}
 }

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// On Linux, run does not start COMMAND itself but a supervisor: this
+// binary again, as the hidden command _supervise, which starts COMMAND in
+// a process group of its own and stays its parent until every process
+// COMMAND started has exited. The supervisor
+//
+//   - is started with PR_SET_PDEATHSIG set to SIGUSR1, a signal it catches:
+//     if run dies without a chance to act (SIGKILL, a crash), the kernel
+//     tells the supervisor, which kills COMMAND's whole process tree;
+//   - is a child subreaper (PR_SET_CHILD_SUBREAPER): a process COMMAND
+//     started becomes the supervisor's child, not init's, when its parent
+//     exits, so that nothing it started escapes, even into a session or
+//     process group of its own;
+//   - passes on to COMMAND's process group the SIGINT, SIGTERM and SIGHUP
+//     that run sends it, and on SIGUSR1 kills the whole tree at once with
+//     SIGKILL (run sends it once --grace has passed after losing the lease);
+//   - once COMMAND has exited, sends SIGTERM to whatever it left running and
+//     SIGKILL after --grace, and exits once the last of them has; run keeps
+//     the lease until then;
+//   - reports how COMMAND ended on a pipe (its file descriptor 3), since
+//     its own exit status cannot say "killed by signal N".
+//
+// The supervisor is in a process group of its own, apart from run's and
+// COMMAND's: a signal sent to run's group (a Ctrl-C when run does not hold
+// the terminal) reaches COMMAND once, passed on by run, not a second time
+// through the supervisor.
+const superviseCmd = "_supervise"
+
+// killTreeSignal is the supervisor's order to kill the whole tree at once:
+// its parent-death signal, and what run sends after --grace.
+const killTreeSignal = syscall.SIGUSR1
+
+// supervised is COMMAND as run started it: the supervisor that runs it.
+type supervised struct {
+	sup    *exec.Cmd
+	status *os.File // read end of the supervisor's report
+	exited <-chan struct{}
+}
+
+// startCommand starts cmd (with its Path, Args, Env and standard files
+// set) under a supervisor. A command that cannot be started is found out
+// before it, or reported by it once it has exited.
+func startCommand(cmd *exec.Cmd, grace time.Duration) (task, error) {
+	if cmd.Err != nil {
+		return nil, cmd.Err // not found on $PATH
+	}
+	args := []string{os.Args[0], superviseCmd, "--grace", grace.String(), "--parent", strconv.Itoa(os.Getpid())}
+	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil && fg == syscall.Getpgrp() {
+		args = append(args, "--tty", strconv.Itoa(fg))
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	// /proc/self/exe is this binary even if the file has been replaced
+	// since it started. os.Args[0] is kept for programs that dispatch on
+	// their name.
+	sup := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       append(append(args, "--", cmd.Path), cmd.Args...),
+		Env:        cmd.Env,
+		Stdin:      cmd.Stdin,
+		Stdout:     cmd.Stdout,
+		Stderr:     cmd.Stderr,
+		ExtraFiles: []*os.File{w},
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:   true,
+			Pdeathsig: killTreeSignal,
+		},
+	}
+	exited, err := spawn(sup)
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return &supervised{sup: sup, status: r, exited: exited}, nil
+}
+
+func (s *supervised) pid() int                   { return s.sup.Process.Pid }
+func (s *supervised) done() <-chan struct{}      { return s.exited }
+func (s *supervised) signal(sig os.Signal) error { return s.sup.Process.Signal(sig) }
+func (s *supervised) kill() error                { return s.sup.Process.Signal(killTreeSignal) }
+
+// ended reads the supervisor's report once it has exited.
+func (s *supervised) ended() (int, string, error) {
+	defer s.status.Close()
+	line, _ := bufio.NewReader(s.status).ReadString('\n')
+	word, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+	switch word {
+	case "status":
+		if n, err := strconv.ParseUint(rest, 10, 32); err == nil {
+			ws := syscall.WaitStatus(n)
+			return waitStatusCode(ws), describeWait(ws), nil
+		}
+	case "notfound":
+		return 0, "", fmt.Errorf("%w (%s)", errNotFound, rest)
+	case "cannotstart":
+		return 0, "", fmt.Errorf("%w (%s)", errCannotStart, rest)
+	}
+	// The supervisor died before it could report (it was killed).
+	ps := s.sup.ProcessState
+	return exitStatusOf(ps), "supervisor " + ps.String(), nil
+}
+
+// waitStatusCode is the shell's view of a wait status.
+func waitStatusCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// describeWait says how a process ended, as os.ProcessState.String does.
+func describeWait(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
+		s := "signal: " + ws.Signal().String()
+		if ws.CoreDump() {
+			s += " (core dumped)"
+		}
+		return s
+	}
+	return "exit status " + strconv.Itoa(ws.ExitStatus())
+}
+
+func (c *cli) superviseCmd(fs *flagSet) action {
+	grace := fs.Duration("grace", 10*time.Second, "how long what COMMAND left running has between SIGTERM and SIGKILL")
+	parent := fs.Int("parent", 0, "pid of the run that started this supervisor")
+	tty := fs.Int("tty", 0, "process group to give the terminal back to; 0: the terminal is not run's")
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) < 2 {
+			return usagef("%s is run's own helper: %s --parent PID -- PATH ARGV...", superviseCmd, superviseCmd)
+		}
+		report := os.NewFile(3, "status")
+		if report == nil {
+			return usagef("%s is run's own helper: it reports on file descriptor 3", superviseCmd)
+		}
+		syscall.CloseOnExec(3)
+		os.Exit(c.supervise(report, *grace, *parent, *tty, pos[0], pos[1:]))
+		return nil
+	}
+}
+
+// supervise runs path with argv as described at superviseCmd, and returns
+// the supervisor's exit code.
+func (c *cli) supervise(report *os.File, grace time.Duration, parent, tty int, path string, argv []string) int {
+	// The command's parent-death signal fires when this thread exits.
+	runtime.LockOSThread()
+	killNow := make(chan os.Signal, 1)
+	signal.Notify(killNow, killTreeSignal)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		c.log.Warn("cannot become a child subreaper: processes the command starts may outlive it", "err", err)
+	}
+	if os.Getppid() != parent {
+		return 1 // run died before this supervisor could start the command
+	}
+	cmd := &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	giveBack := func() {}
+	if tty != 0 {
+		attr.Foreground, attr.Ctty = true, 0
+		giveBack = func() {
+			signal.Ignore(syscall.SIGTTOU)
+			_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, tty)
+		}
+	}
+	cmd.SysProcAttr = attr
+	if err := cmd.Start(); err != nil {
+		giveBack()
+		word := "cannotstart"
+		if errors.Is(err, fs.ErrNotExist) {
+			word = "notfound"
+		}
+		fmt.Fprintf(report, "%s %s\n", word, strings.ReplaceAll(err.Error(), "\n", " "))
+		return 1
+	}
+	pgid := cmd.Process.Pid
+
+	type reaped struct {
+		pid int
+		ws  syscall.WaitStatus
+	}
+	reapc := make(chan reaped)
+	go func() {
+		// Reaps the command and every orphan handed to this subreaper;
+		// cmd.Wait is never called.
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, 0, nil)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil { // ECHILD: no child left
+				close(reapc)
+				return
+			}
+			reapc <- reaped{pid, ws}
+		}
+	}()
+
+	var level syscall.Signal // what the tree gets: 0 while the command runs
+	var graceOver <-chan time.Time
+	for {
+		select {
+		case s := <-c.signals:
+			if sig, ok := s.(syscall.Signal); ok {
+				_ = syscall.Kill(-pgid, sig)
+			}
+		case <-killNow:
+			level = syscall.SIGKILL
+			killTree(pgid, level)
+		case <-graceOver:
+			level = syscall.SIGKILL
+			killTree(pgid, level)
+		case r, ok := <-reapc:
+			if !ok {
+				return 0
+			}
+			if r.pid == pgid {
+				giveBack()
+				fmt.Fprintf(report, "status %d\n", uint32(r.ws))
+				report.Close()
+				if level == 0 {
+					level = syscall.SIGTERM
+					graceOver = time.After(grace)
+				}
+			}
+			if level != 0 {
+				// Also the orphans just handed over by the one reaped.
+				killTree(pgid, level)
+			}
+		}
+	}
+}
+
+// killTree sends sig to the process group pgid and to every descendant of
+// this process, wherever its group or session.
+func killTree(pgid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pgid, sig)
+	for _, pid := range descendants(os.Getpid()) {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
+// descendants lists the processes below pid, from /proc. A process forked
+// meanwhile is missed, and found when its parent is reaped.
+func descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	return out
+}
