@@ -197,13 +197,7 @@ func (c *driftClock) suspendedBy(r time.Duration) time.Duration {
 // Wall implements clock.Source: the boot clock plus the step in force.
 func (c *driftClock) Wall() time.Time {
 	r := time.Since(c.origin)
-	i, _ := slices.BinarySearchFunc(c.steps, r, func(s wallStep, r time.Duration) int {
-		if s.from <= r {
-			return -1
-		}
-		return 1
-	})
-	return c.base.Add(c.localAt(r) + c.steps[max(i-1, 0)].offset)
+	return c.base.Add(c.localAt(r) + offsetAt(c.steps, r))
 }
 
 // AfterFunc implements clock.Source: f runs once the monotonic clock has

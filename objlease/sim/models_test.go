@@ -414,15 +414,18 @@ func newWallClock(rnd *rand.Rand, base time.Time, maxStep time.Duration) *wallCl
 	return c
 }
 
-func (c *wallClock) Now() time.Time {
-	r := time.Since(c.base)
-	i, _ := slices.BinarySearchFunc(c.steps, r, func(s wallStep, r time.Duration) int {
+func (c *wallClock) Now() time.Time { return time.Now().Add(offsetAt(c.steps, time.Since(c.base))) }
+
+// offsetAt is the offset in force at real offset r of steps, which are in
+// order of from.
+func offsetAt(steps []wallStep, r time.Duration) time.Duration {
+	i, _ := slices.BinarySearchFunc(steps, r, func(s wallStep, r time.Duration) int {
 		if s.from <= r {
 			return -1
 		}
 		return 1
 	})
-	return time.Now().Add(c.steps[max(i-1, 0)].offset)
+	return steps[max(i-1, 0)].offset
 }
 
 // steppedFile gives the real file store's timestamps from a wall clock
