@@ -75,12 +75,17 @@ func (w *world) check() []violation {
 	operator := func(a applied) bool { return a.op == "hand-delete" || a.op == "tamper" }
 
 	// What the store applied, in its own order.
-	broken := map[grant]bool{} // holds an operator broke
+	// brokenAt: the holds an operator broke, and where the break landed in
+	// writes. A break breaks the hold whose record it replaced: the last
+	// one the library wrote before it (an operator's tampering in between
+	// may have changed the record's token, not whose record it is).
+	brokenAt := map[grant]int{}
 	landed := map[string]int{} // a lease record's nonce: where it landed in writes
 	for k := range w.nkeys {
 		var hiReg, hiCommit, hiRecord uint64
 		var regAt, commitAt, recordAt time.Duration
 		wasRecord := false // the key holds a lease record (of any schema)
+		var current *grant // the hold the library last wrote the lease record for
 		for i, a := range writes {
 			switch a.key {
 			case registerKey(k):
@@ -131,8 +136,18 @@ func (w *world) check() []violation {
 				if _, ok := landed[r.Nonce]; !ok {
 					landed[r.Nonce] = i
 				}
-				if r.State == "released" && r.Holder == "" { // Break writes no holder
-					broken[grant{k, r.Token - 1}] = true
+				switch {
+				case r.State == "released" && r.Holder == "": // Break writes no holder
+					for _, g := range []grant{{k, r.Token - 1}, deref(current)} {
+						if _, ok := brokenAt[g]; !ok && g.token > 0 {
+							brokenAt[g] = i
+						}
+					}
+					current = nil
+				case r.State == "held":
+					current = &grant{k, r.Token}
+				default:
+					current = nil
 				}
 				if r.Token < hiRecord {
 					add(vRecordBack, at(a.at), "%s: at %v it was written with token %d, after token %d at %v", a.key, at(a.at), r.Token, hiRecord, recordAt)
@@ -187,6 +202,13 @@ func (w *world) check() []violation {
 		d, ok := deletedAt[x]
 		return ok && landedAt[y] > d
 	}
+	// brokeBefore reports that an operator broke x, granted before the
+	// break, before y's record landed: x may go on, by design, until its
+	// holder's next renewal fails.
+	brokeBefore := func(x, y *epoch) bool {
+		d, ok := brokenAt[grant{x.lease, x.token}]
+		return ok && landedAt[x] < d && landedAt[y] > d
+	}
 
 	// Every token is granted once in each record epoch.
 	type issued struct {
@@ -223,8 +245,7 @@ func (w *world) check() []violation {
 				if b.from < a.from {
 					first, second = b, a
 				}
-				lower := min(a.token, b.token)
-				if second.from+overlapSlack >= first.end() || outlived(first, second) || outlived(second, first) || broken[grant{k, lower}] && a.token != b.token {
+				if second.from+overlapSlack >= first.end() || outlived(first, second) || outlived(second, first) || brokeBefore(first, second) || brokeBefore(second, first) {
 					continue
 				}
 				if a.elector {
@@ -417,4 +438,12 @@ func linearizable(ops []regOp) bool {
 		hist[i] = porcupine.Operation{ClientId: op.proc + 1, Input: op, Output: op, Call: int64(op.call), Return: ret}
 	}
 	return porcupine.CheckOperations(registerModel.ToModel(), hist)
+}
+
+// deref returns *g, or the zero grant for nil.
+func deref(g *grant) grant {
+	if g == nil {
+		return grant{}
+	}
+	return *g
 }

@@ -185,3 +185,52 @@ func TestHandDeleteExemptionOrder(t *testing.T) {
 		t.Errorf("p11's record landed before the delete: got %v, want one %q", v, vOverlap)
 	}
 }
+
+// Seed 622 of the simulation's CI slice: an operator lowered the token of
+// p17's live record (13 to 3), another process broke it (token 4), and p17,
+// restarted, took the released record (token 5) while its old hold's last
+// ValidFor still ran. A break breaks the hold whose record it replaced,
+// whatever token tampering left in it; the checker had looked for the hold
+// of the token below the break's.
+func TestBreakAfterTamperFindingSeed(t *testing.T) {
+	r := simulate(t, configFor(622))
+	for _, v := range r.violations {
+		t.Errorf("seed 622: %s: %s", v.kind, v.msg)
+	}
+}
+
+// The break exemption goes by the store's order: a hold broken (after its
+// token was tampered with) may overlap a later hold, not one whose record
+// landed before the break.
+func TestBreakExemptionOrder(t *testing.T) {
+	start := time.Now()
+	s := func(sec float64) time.Duration { return time.Duration(sec * float64(time.Second)) }
+	rec := func(sec float64, tok uint64, holder, nonce, state string) applied {
+		return applied{at: start.Add(s(sec)), op: "replace", key: leaseKey(0),
+			data: fmt.Appendf(nil, `{"objlease":1,"token":%d,"holder":%q,"nonce":%q,"state":%q}`, tok, holder, nonce, state)}
+	}
+	tamper := func(sec float64, tok uint64) applied {
+		a := rec(sec, tok, "p17", "t", "held")
+		a.op = "tamper"
+		return a
+	}
+	old := &epoch{proc: 0, token: 13, nonce: "n13", from: s(96), to: s(103.5), believed: true, ended: -1}
+	later := &epoch{proc: 1, token: 5, nonce: "n5", from: s(101.5), to: s(109), believed: true, ended: -1}
+	run := func(writes ...applied) []violation {
+		w := &world{start: start, store: mem.New(), audit: &auditLog{writes: writes}, nkeys: 1,
+			epochs: []*epoch{old, later}, reg: make([][]regOp, 1)}
+		return w.check()
+	}
+	broken := []applied{rec(96, 13, "p17", "n13", "held"), tamper(96.3, 3), rec(99.8, 4, "", "b", "released"), rec(101.5, 5, "p1", "n5", "held")}
+	if v := run(broken...); len(v) > 0 {
+		t.Errorf("a hold broken after tampering, then a later hold: got %v, want none", v)
+	}
+	unbroken := []applied{rec(96, 13, "p17", "n13", "held"), tamper(96.3, 3), rec(101.5, 5, "p1", "n5", "held")}
+	if v := run(unbroken...); len(v) != 1 || v[0].kind != vOverlap {
+		t.Errorf("a tampered hold taken over without a break: got %v, want one %q", v, vOverlap)
+	}
+	late := []applied{rec(96, 13, "p17", "n13", "held"), tamper(96.3, 3), rec(99.8, 5, "p1", "n5", "held"), rec(100, 6, "", "b", "released")}
+	if v := run(late...); len(v) != 1 || v[0].kind != vOverlap {
+		t.Errorf("the later hold's record landed before the break: got %v, want one %q", v, vOverlap)
+	}
+}
