@@ -221,7 +221,10 @@ func (c *driftClock) AfterFunc(d time.Duration, f func()) func() bool {
 			go f()
 			return
 		}
-		t = time.AfterFunc(max(c.realAt(c.localAt(r)+left)-r, 1), arm)
+		// While suspended the monotonic clock stands: wait for the
+		// suspend to end, then for what is left.
+		from := c.resumesAt(r)
+		t = time.AfterFunc(max(c.realAt(c.localAt(from)+left)-r, 1), arm)
 	}
 	arm()
 	return func() bool {
@@ -234,6 +237,18 @@ func (c *driftClock) AfterFunc(d time.Duration, f func()) func() bool {
 		}
 		return was
 	}
+}
+
+// resumesAt is r, or the end of the suspend r falls in.
+func (c *driftClock) resumesAt(r time.Duration) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.suspends {
+		if s.from <= r && r < s.to {
+			return s.to
+		}
+	}
+	return r
 }
 
 // suspend stops the monotonic clock for d of real time from now (the
