@@ -135,25 +135,52 @@ func TestRenewConcurrentWithBackgroundRenewal(t *testing.T) {
 //     the record was the holder's own. Now the next renewal goes over it.
 func TestOutcomeFindingSeeds(t *testing.T) {
 	for _, seed := range []uint64{48, 251, 2441} {
-		r := simulate(t, configFor(seed))
+		cfg := configFor(seed)
+		cfg.machines = plain // as when it was found
+		r := simulate(t, cfg)
 		for _, v := range r.violations {
 			t.Errorf("seed %d: %s: %s", seed, v.kind, v.msg)
 		}
 	}
 }
 
-// Seed 4862 of the long run reported two holders: p3's takeover landed,
-// its reply came 5.4 s late, an operator deleted the record by hand in
-// between, and p11 created it again; p3 then believed for 50 ms, until its
-// first renewal was refused. A hold whose record was deleted by hand may
-// overlap any hold whose record landed after that delete, whichever began
-// believing first. The checker had exempted only the hold that began
-// believing first; the seed is replayed on every run.
-func TestHandDeleteFindingSeed(t *testing.T) {
-	r := simulate(t, configFor(4862))
-	for _, v := range r.violations {
-		t.Errorf("seed 4862: %s: %s", v.kind, v.msg)
+// Seeds whose runs found faults of the checker itself, replayed on every
+// run:
+//   - 4862 (long run): p3's takeover landed, its reply came 5.4 s late, an
+//     operator deleted the record by hand in between and p11 created it
+//     again; p3 then believed for 50 ms, until its first renewal was
+//     refused. The hand-delete exemption had gone by who began believing
+//     first (see TestHandDeleteExemptionOrder).
+//   - 622 (CI's slice): an operator lowered the token of p17's live record
+//     (13 to 3), another process broke it (token 4), and later holds (5, 6)
+//     began while the broken hold's last ValidFor still ran. The checker had
+//     looked for the broken hold by the token below the break's (see
+//     TestBreakExemptionOrder).
+func TestCheckerFindingSeeds(t *testing.T) {
+	for seed, machines := range map[uint64]machineKind{4862: plain, 622: fromSource} {
+		cfg := configFor(seed)
+		cfg.machines = machines // as when it was found
+		r := simulate(t, cfg)
+		for _, v := range r.violations {
+			t.Errorf("seed %d: %s: %s", seed, v.kind, v.msg)
+		}
 	}
+}
+
+// history builds lease 0's history for the checker by hand: record writes
+// and operator actions at seconds from start, and the holds that believed.
+type history struct{ start time.Time }
+
+func (h history) at(sec float64) time.Duration { return time.Duration(sec * float64(time.Second)) }
+
+func (h history) record(sec float64, op string, tok uint64, holder, nonce, state string) applied {
+	return applied{at: h.start.Add(h.at(sec)), op: op, key: leaseKey(0),
+		data: fmt.Appendf(nil, `{"objlease":1,"token":%d,"holder":%q,"nonce":%q,"state":%q}`, tok, holder, nonce, state)}
+}
+
+func (h history) check(epochs []*epoch, writes ...applied) []violation {
+	w := &world{start: h.start, store: mem.New(), audit: &auditLog{writes: writes}, nkeys: 1, epochs: epochs, reg: make([][]regOp, 1)}
+	return w.check()
 }
 
 // The hand-delete exemption is by the store's order: the late-believing
@@ -161,76 +188,48 @@ func TestHandDeleteFindingSeed(t *testing.T) {
 // once when no delete came between them, or when the second record landed
 // before the delete.
 func TestHandDeleteExemptionOrder(t *testing.T) {
-	start := time.Now()
-	s := func(sec float64) time.Duration { return time.Duration(sec * float64(time.Second)) }
+	h := history{time.Now()}
 	rec := func(sec float64, tok uint64, holder, nonce string) applied {
-		return applied{at: start.Add(s(sec)), op: "replace", key: leaseKey(0),
-			data: fmt.Appendf(nil, `{"objlease":1,"token":%d,"holder":%q,"nonce":%q,"state":"held"}`, tok, holder, nonce)}
+		return h.record(sec, "replace", tok, holder, nonce, "held")
 	}
-	del := func(sec float64) applied { return applied{at: start.Add(s(sec)), op: "hand-delete", key: leaseKey(0)} }
-	late := &epoch{proc: 0, token: 2, nonce: "n3", from: s(98.3), to: s(98.37), believed: true, ended: -1}
-	fresh := &epoch{proc: 1, token: 1, nonce: "n11", from: s(95), to: s(109.5), believed: true, ended: -1}
-	run := func(writes ...applied) []violation {
-		w := &world{start: start, store: mem.New(), audit: &auditLog{writes: writes}, nkeys: 1,
-			epochs: []*epoch{late, fresh}, reg: make([][]regOp, 1)}
-		return w.check()
+	del := applied{at: h.start.Add(h.at(93.6)), op: "hand-delete", key: leaseKey(0)}
+	lateDel := applied{at: h.start.Add(h.at(96)), op: "hand-delete", key: leaseKey(0)}
+	holds := []*epoch{
+		{proc: 0, token: 2, nonce: "n3", from: h.at(98.3), to: h.at(98.37), believed: true, ended: -1},
+		{proc: 1, token: 1, nonce: "n11", from: h.at(95), to: h.at(109.5), believed: true, ended: -1},
 	}
-	if v := run(rec(92.9, 2, "p3", "n3"), del(93.6), rec(95, 1, "p11", "n11")); len(v) > 0 {
+	if v := h.check(holds, rec(92.9, 2, "p3", "n3"), del, rec(95, 1, "p11", "n11")); len(v) > 0 {
 		t.Errorf("p3's record deleted by hand before p11's landed: got %v, want none", v)
 	}
-	if v := run(rec(92.9, 2, "p3", "n3"), rec(95, 3, "p11", "n11")); len(v) != 1 || v[0].kind != vOverlap {
+	if v := h.check(holds, rec(92.9, 2, "p3", "n3"), rec(95, 3, "p11", "n11")); len(v) != 1 || v[0].kind != vOverlap {
 		t.Errorf("no delete between the two records: got %v, want one %q", v, vOverlap)
 	}
-	if v := run(rec(92.9, 2, "p3", "n3"), rec(95, 3, "p11", "n11"), del(96)); len(v) != 1 || v[0].kind != vOverlap {
+	if v := h.check(holds, rec(92.9, 2, "p3", "n3"), rec(95, 3, "p11", "n11"), lateDel); len(v) != 1 || v[0].kind != vOverlap {
 		t.Errorf("p11's record landed before the delete: got %v, want one %q", v, vOverlap)
-	}
-}
-
-// Seed 622 of the simulation's CI slice: an operator lowered the token of
-// p17's live record (13 to 3), another process broke it (token 4), and p17,
-// restarted, took the released record (token 5) while its old hold's last
-// ValidFor still ran. A break breaks the hold whose record it replaced,
-// whatever token tampering left in it; the checker had looked for the hold
-// of the token below the break's.
-func TestBreakAfterTamperFindingSeed(t *testing.T) {
-	r := simulate(t, configFor(622))
-	for _, v := range r.violations {
-		t.Errorf("seed 622: %s: %s", v.kind, v.msg)
 	}
 }
 
 // The break exemption goes by the store's order: a hold broken (after its
 // token was tampered with) may overlap a later hold, not one whose record
-// landed before the break.
+// landed before the break, nor one that took over without a break.
 func TestBreakExemptionOrder(t *testing.T) {
-	start := time.Now()
-	s := func(sec float64) time.Duration { return time.Duration(sec * float64(time.Second)) }
-	rec := func(sec float64, tok uint64, holder, nonce, state string) applied {
-		return applied{at: start.Add(s(sec)), op: "replace", key: leaseKey(0),
-			data: fmt.Appendf(nil, `{"objlease":1,"token":%d,"holder":%q,"nonce":%q,"state":%q}`, tok, holder, nonce, state)}
+	h := history{time.Now()}
+	held := func(sec float64, tok uint64, holder, nonce string) applied {
+		return h.record(sec, "replace", tok, holder, nonce, "held")
 	}
-	tamper := func(sec float64, tok uint64) applied {
-		a := rec(sec, tok, "p17", "t", "held")
-		a.op = "tamper"
-		return a
+	brk := func(sec float64, tok uint64) applied { return h.record(sec, "replace", tok, "", "b", "released") }
+	tamper := h.record(96.3, "tamper", 3, "p17", "t", "held")
+	holds := []*epoch{
+		{proc: 0, token: 13, nonce: "n13", from: h.at(96), to: h.at(103.5), believed: true, ended: -1},
+		{proc: 1, token: 5, nonce: "n5", from: h.at(101.5), to: h.at(109), believed: true, ended: -1},
 	}
-	old := &epoch{proc: 0, token: 13, nonce: "n13", from: s(96), to: s(103.5), believed: true, ended: -1}
-	later := &epoch{proc: 1, token: 5, nonce: "n5", from: s(101.5), to: s(109), believed: true, ended: -1}
-	run := func(writes ...applied) []violation {
-		w := &world{start: start, store: mem.New(), audit: &auditLog{writes: writes}, nkeys: 1,
-			epochs: []*epoch{old, later}, reg: make([][]regOp, 1)}
-		return w.check()
-	}
-	broken := []applied{rec(96, 13, "p17", "n13", "held"), tamper(96.3, 3), rec(99.8, 4, "", "b", "released"), rec(101.5, 5, "p1", "n5", "held")}
-	if v := run(broken...); len(v) > 0 {
+	if v := h.check(holds, held(96, 13, "p17", "n13"), tamper, brk(99.8, 4), held(101.5, 5, "p1", "n5")); len(v) > 0 {
 		t.Errorf("a hold broken after tampering, then a later hold: got %v, want none", v)
 	}
-	unbroken := []applied{rec(96, 13, "p17", "n13", "held"), tamper(96.3, 3), rec(101.5, 5, "p1", "n5", "held")}
-	if v := run(unbroken...); len(v) != 1 || v[0].kind != vOverlap {
+	if v := h.check(holds, held(96, 13, "p17", "n13"), tamper, held(101.5, 5, "p1", "n5")); len(v) != 1 || v[0].kind != vOverlap {
 		t.Errorf("a tampered hold taken over without a break: got %v, want one %q", v, vOverlap)
 	}
-	late := []applied{rec(96, 13, "p17", "n13", "held"), tamper(96.3, 3), rec(99.8, 5, "p1", "n5", "held"), rec(100, 6, "", "b", "released")}
-	if v := run(late...); len(v) != 1 || v[0].kind != vOverlap {
+	if v := h.check(holds, held(96, 13, "p17", "n13"), tamper, held(99.8, 5, "p1", "n5"), brk(100, 6)); len(v) != 1 || v[0].kind != vOverlap {
 		t.Errorf("the later hold's record landed before the break: got %v, want one %q", v, vOverlap)
 	}
 }
