@@ -156,6 +156,7 @@ byte lastnon[N];
 /* ---- ghosts for the properties ---- */
 byte epoch;    /* operator deletions so far */
 byte bep[N];   /* epoch in which each lease began */
+byte lep[N];   /* epoch in which its last write landed */
 int granted;   /* tokens granted in this epoch (a bit each) */
 byte gmax;     /* highest token the record carried in this epoch */
 byte broke;    /* holds with tokens up to this were broken (exempt) */
@@ -354,6 +355,7 @@ inline sendw(i, op, ifv, tok, state, non, hl) {
 	printf("STEP c%d sends op=%d token=%d state=%d holder=%d attempt=%d\n", i, op, tok, state, hl, att);
 	if
 	:: apply(i, op, ifv, tok, state, non, hl); printf("STEP c%d write-lands=%d\n", i, cond);
+		lep[i] = epoch;
 		pst[i] = (cond -> LANDED : REFUSED); pres[i] = (cond -> rver : 0)
 	:: FAULT -> SPEND; printf("STEP c%d write-held-up\n", i);
 		qst[i] = INFLIGHT; qop[i] = op; qifv[i] = ifv; qtok[i] = tok;
@@ -400,7 +402,7 @@ inline reply(i, op, tok, state) {
 	:: else ->
 		unc = unc || out == UNK;
 #ifdef NO_NONCE_CHECK
-		res = OK; wrv[i] = 0 /* assumed landed; the version stays unknown ("") */
+		res = OK; wrv[i] = 0; lep[i] = epoch /* assumed landed; the version stays unknown ("") */
 #else
 		if
 		:: true ->
@@ -414,7 +416,7 @@ inline reply(i, op, tok, state) {
 #else
 				rhold == name[i] ->
 #endif
-				res = OK; wrv[i] = rver
+				res = OK; wrv[i] = rver; lep[i] = epoch
 			:: o != BAD && ((op == CREATE && rst == ABSENT) || (op != CREATE && rst != ABSENT && rver == wifv[i])) ->
 				res = (att >= 3 -> out : 0) /* unchanged: not landed yet; try again */
 			:: else -> res = PRE
@@ -468,13 +470,17 @@ inline onset(i, tok) {
 	:: else -> skip
 	fi;
 #endif
+	if
+	:: lep[i] == epoch ->
 #ifdef P_TOKEN
-	assert((granted & (1 << tok)) == 0); /* no token is granted twice */
+		assert((granted & (1 << tok)) == 0); /* no token is granted twice */
 #endif
-	granted = granted | (1 << tok);
+		granted = granted | (1 << tok)
+	:: else -> skip /* it landed before the operator deleted the record */
+	fi;
 	printf("STEP c%d holds token=%d\n", i, tok);
 	hold[i] = 1; bel[i] = 1; vend[i] = 0; ltok[i] = tok; lver[i] = wrv[i]; lnon[i] = wnon[i];
-	lun0[i] = 0; lun1[i] = 0; bep[i] = epoch;
+	lun0[i] = 0; lun1[i] = 0; bep[i] = lep[i]; lep[i] = 0;
 #ifdef DATA
 	ftok[i] = tok;
 #endif
@@ -767,16 +773,17 @@ end:	do
 	:: else -> endlease(j); printf("STEP c%d validity-ends\n", j) \
 	fi
 #define STUCK(j) (hold[j] && hel[j] >= HHI)
+#if N > 2
+#define NOSTUCK (!STUCK(0) && !STUCK(1) && !STUCK(2))
+#else
+#define NOSTUCK (!STUCK(0) && !STUCK(1))
+#endif
 #define CAP(x, m) if :: x < m -> x++ :: else -> skip fi
 HIDDEN byte ej;
 active proctype Env() {
 end:	do
 	:: atomic { /* a tick of real time */
-		!STUCK(0) && !STUCK(1)
-#if N > 2
-		&& !STUCK(2)
-#endif
-		->
+		NOSTUCK ->
 		ej = 0;
 		do
 		:: ej < N ->
