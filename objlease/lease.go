@@ -74,6 +74,14 @@ func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time
 	}
 	l.setValidUntil(c.validUntil(sent))
 	register(l, l.notBefore(sent.Add(c.firstRenewal())))
+	l.mu.Lock()
+	left := l.remaining(c.opts.Clock.Now())
+	l.mu.Unlock()
+	if left <= 0 {
+		// The reply came after the safe validity it began: the lease is
+		// returned ended, never with a context that outlives its validity.
+		l.end(errValidityEnded(c.key))
+	}
 	return l
 }
 

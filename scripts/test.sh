@@ -4,7 +4,7 @@
 #   1. scripts/install-emulators.sh (a no-op once they are installed);
 #   2. go vet and a gofmt check, in the root module and in integration/;
 #   3. go test -race -count=1 ./... in the root module, then 1,000 more
-#      seeds of the simulation;
+#      seeds of the simulation and the SPIN model checks (scripts/spin.sh);
 #   4. the same in integration/ twice: against emulators the tests start as
 #      local processes from $OBJLEASE_EMULATORS_DIR, then against the same
 #      emulators as containers (OBJLEASE_EMULATORS=docker), with a Docker
@@ -83,6 +83,10 @@ module() {
 		# the run. The whole long run is -sim.long alone (5,000 seeds).
 		step "simulation, seeds 151-1150" go test -count=1 -timeout 30m ./objlease/sim/ \
 			-run '^TestSimulationLong$' -sim.long -sim.from=151 -sim.seeds=1000
+		# The SPIN model of the protocol: every property searched
+		# exhaustively, every safeguard-off variant caught (installs SPIN
+		# with apt-get if it is missing). Its trails replay in the test step.
+		step "model checking (SPIN)" bash "$repo/scripts/spin.sh"
 	fi
 	results+=("$name:${summary%,}")
 }
