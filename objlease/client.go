@@ -603,58 +603,25 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 // Acquire waits until it holds the lease or ctx ends. While the lease is
 // held elsewhere it polls every PollInterval (jittered) until it has learned
 // from the record's renewal count when the holder's renewals land, then
-// reads just after every second renewal: half the reads, with every renewal
-// still seen within about a renewal interval R of landing (see
-// phaseTracker), so that a dead holder is taken over as soon as before; a
-// release, which lands at no renewal's beat, is seen within about 2 R. It
-// always reads when the holder's record is due to expire. With
-// Options.StoreClock, on a store that reports its own time, it instead
-// sleeps until the earliest moment the store's clock allows a takeover and
-// reads once then: about one request per TTL, at the price of noticing a
-// release only then. A store
-// that cannot be reached is tried again with backoff (up to PollInterval)
-// for as long as ctx allows, with one warning per streak of failures;
-// errors that waiting cannot cure (see IsPermanent) end it at once. With a
-// ctx that ends during the first attempt, that attempt is the only one.
+// reads once per renewal interval R, just after each renewal lands: a
+// release is seen within about R, a dead holder's last write at once (see
+// phaseTracker). It always reads at the first instant the record could
+// expire for this client: TTL × (1 + DriftBound) after it first saw the
+// version, or, with Options.StoreClock on a store that reports its own
+// time, the first instant the store's clock could show the record older
+// than TTL + granularity + margin (see storePhase). A store that cannot be
+// reached is tried again with backoff (up to PollInterval) for as long as
+// ctx allows, with one warning per streak of failures; errors that waiting
+// cannot cure (see IsPermanent) end it at once. With a ctx that ends
+// during the first attempt, that attempt is the only one. It waits in
+// Await.
 func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
-	var r Retry
-	var phase phaseTracker
-	for {
-		sent := c.opts.Clock.Now()
-		l, err := c.TryAcquire(ctx)
-		if err == nil {
-			return l, nil
-		}
-		wait, retry := c.nextAttempt(&r, &phase, sent, err)
-		if !retry || ctx.Err() != nil {
-			return nil, c.giveUp(ctx, err)
-		}
-		if r.First() {
-			c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
-		}
-		if c.Wait(ctx, wait) != nil {
-			return nil, c.waitEnded(ctx, err)
-		}
-	}
-}
-
-// byStoreClock reports whether the store-clock rule judges the record last
-// seen: the rule is on and the store reported both its time and the
-// record's Last-Modified.
-func (c *Client) byStoreClock() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	o := c.view
-	if c.opts.StoreClock == nil || o == nil || o.rec == nil {
-		return false
-	}
-	_, ok := storeAge(o.attrs, c.opts.StoreClock.Margin)
-	return ok
+	return Await(ctx, c, c.TryAcquire, nil)
 }
 
 // Retry decides, for a loop of acquire attempts, whether and when to try
 // again after an error. Its zero value is ready for use. It is how Acquire
-// and other waiting loops (the CLI's) treat errors alike.
+// and every other waiting loop (see Await) treat errors alike.
 type Retry struct {
 	failures int   // store failures in a row
 	last     error // the last store failure of the streak, nil after a success or a held lease

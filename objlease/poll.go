@@ -103,40 +103,91 @@ func (p *phaseTracker) bounds() (a, b time.Time) {
 }
 
 // next returns when to read next, or false if the phase is not known well
-// enough to beat plain polling.
+// enough to beat plain polling. It never reads sooner than a quarter of a
+// period after now (minGap): one read per renewal, not a burst around one.
 func (p *phaseTracker) next(now time.Time) (time.Time, bool) {
 	if len(p.reads) < 2 {
 		return time.Time{}, false
 	}
 	a, b := p.bounds()
 	j, width := p.slack(), b.Sub(a)
+	earliest := now.Add(minGap(p.period))
 	switch {
 	case width >= p.period:
 		return time.Time{}, false
 	case width <= p.narrow():
-		// Just after the latest landing of the renewal after next: the next
-		// one is seen within P + width + 2 slack of landing, that one at once.
-		if t := b.Add(2*p.period + j); t.After(now) {
-			return t, true
+		// Just after the latest landing of the first renewal at least minGap
+		// ahead: every renewal is seen within width + 2 slack of
+		// landing, at one read per period.
+		for k := time.Duration(1); k <= 3; k++ {
+			if t := b.Add(k*p.period + j); !t.Before(earliest) {
+				return t, true
+			}
 		}
 		return time.Time{}, false
 	}
-	// The middle of the window of the first renewal whose middle is ahead.
+	// The middle of the window of the first renewal at least minGap ahead,
+	// if it is no further than plain polling's read.
 	mid := a.Add(width / 2)
 	for k := time.Duration(1); k <= 3; k++ {
-		if t := mid.Add(k * p.period); t.After(now) {
-			return t, true
+		if t := mid.Add(k * p.period); !t.Before(earliest) {
+			return t, !t.After(now.Add(p.period))
 		}
 	}
 	return time.Time{}, false
 }
 
+// minGap is the shortest gap between two reads the renewal-phase schedule
+// makes (the read at expiry aside).
+func minGap(period time.Duration) time.Duration { return period / 4 }
+
+// storePhase learns where this client's clock stands against the store's
+// (whose Date has the store's timestamp granularity): every read sent at
+// s and returned at g with Date d says that store time − client time lay
+// in [d − g, d + granularity − s) then. With that offset a store-clock
+// waiter reads at the first instant the store's Date can show the record
+// old enough, rather than up to a granularity after it.
+type storePhase struct {
+	lo, hi time.Duration // store time − this client's time lies in [lo, hi)
+	at     time.Time     // this client's time of the latest read
+	known  bool
+}
+
+// maxStoreOffset is the largest store − client offset tracked; beyond it
+// the arithmetic is not worth trusting and the phase is forgotten.
+const maxStoreOffset = 100 * 365 * 24 * time.Hour
+
+// add narrows the offset with a read sent at sent and returned at got whose
+// Date was date, keeping what earlier reads said, widened by the drift of
+// both clocks (rate error b each) since.
+func (p *storePhase) add(date time.Time, gran time.Duration, sent, got time.Time, b float64) {
+	lo, hi := date.Sub(got), date.Add(gran).Sub(sent)
+	if lo < -maxStoreOffset || hi > maxStoreOffset {
+		p.known = false
+		return
+	}
+	if p.known {
+		d := time.Duration(float64(got.Sub(p.at))*2*b) + 1
+		if plo := p.lo - d; plo > lo {
+			lo = plo
+		}
+		if phi := p.hi + d; phi < hi {
+			hi = phi
+		}
+		if lo >= hi { // the store's clock stepped: start over
+			lo, hi = date.Sub(got), date.Add(gran).Sub(sent)
+		}
+	}
+	p.lo, p.hi, p.at, p.known = lo, hi, got, true
+}
+
 // pollWait returns how long Acquire waits after an attempt, sent at sent,
-// that found the lease held, given plain, the wait of plain polling: until
-// the read that the renewal phase calls for, and never past the moment
-// the record could expire for this client (held.Wait), so that no takeover
-// is delayed.
-func (c *Client) pollWait(p *phaseTracker, sent time.Time, held *HeldError, plain time.Duration) time.Duration {
+// that found the lease at c's key held, given plain, the wait of plain
+// polling: until the read that the renewal phase calls for, and never past
+// the first instant the record could expire for this client, under the
+// observed-time rule or, with StoreClock, by the store's clock, so that no
+// takeover is delayed.
+func (c *Client) pollWait(p *phaseTracker, sp *storePhase, sent time.Time, held *HeldError, plain time.Duration) time.Duration {
 	now := c.opts.Clock.Now()
 	c.mu.Lock()
 	o := c.view
@@ -145,12 +196,15 @@ func (c *Client) pollWait(p *phaseTracker, sent time.Time, held *HeldError, plai
 		p.reset()
 		return plain
 	}
+	expiry := c.expiryRead(o, sp, sent, now)
 	period := c.opts.RenewInterval
 	if o.rec.TTL() != c.opts.TTL {
 		period = o.rec.TTL() / 3 // the holder's, if it kept the default
 	}
-	if c.opts.PollInterval >= 2*period {
-		return plain // plain polling is already as sparse
+	if c.opts.PollInterval >= 2*period || c.opts.PollInterval < period {
+		// Plain polling is already as sparse, or the caller asked for
+		// reads more often than renewals: read every PollInterval.
+		return min(plain, expiry)
 	}
 	if p.base.IsZero() {
 		p.base = sent
@@ -158,7 +212,7 @@ func (c *Client) pollWait(p *phaseTracker, sent time.Time, held *HeldError, plai
 	p.add(sighting{sent: sent.Sub(p.base), got: now.Sub(p.base), token: o.rec.Token, count: o.rec.Renewals}, period)
 	t, ok := p.next(now)
 	if !ok {
-		return plain
+		return min(plain, expiry)
 	}
 	wait := t.Sub(now)
 	if n := len(p.reads); wait < plain && (n < 2 || p.reads[n-1].count == p.reads[n-2].count) {
@@ -167,5 +221,34 @@ func (c *Client) pollWait(p *phaseTracker, sent time.Time, held *HeldError, plai
 		// only chase it. Sooner reads follow only a read that saw one.
 		wait = plain
 	}
-	return min(wait, held.Wait+time.Millisecond)
+	return min(wait, expiry)
+}
+
+// expiryRead is how long from now until the read at the first instant o's
+// record could expire for this client: a millisecond past
+// TTL × (1 + DriftBound) after it first saw the version, or, with
+// StoreClock on a store that reports its time, the instant the store's
+// Date first shows the record TTL + granularity + margin old, as sp places
+// it on this client's clock (the read at sent returned now).
+func (c *Client) expiryRead(o *observation, sp *storePhase, sent, now time.Time) time.Duration {
+	wait := max(c.observedWait(o.rec.TTL(), o.since, now), 0) + time.Millisecond
+	r := c.opts.StoreClock
+	if r == nil {
+		return wait
+	}
+	if _, ok := storeAge(o.attrs, r.Margin); !ok {
+		return wait
+	}
+	gran := c.store.Properties().TimestampGranularity
+	sp.add(o.attrs.StoreTime, gran, sent, now, c.opts.DriftBound)
+	if !sp.known {
+		return wait
+	}
+	// The store's time reaches the record's Last-Modified + limit no later
+	// than this client's time at − lo.
+	at := o.attrs.LastModified.Add(o.rec.TTL() + gran + r.Margin).Add(-sp.lo)
+	if d := at.Sub(now) + time.Millisecond; d < wait {
+		return max(d, time.Millisecond)
+	}
+	return wait
 }

@@ -39,10 +39,10 @@ func TestPhaseTrackerNarrowsThenSkipsAndFallsBack(t *testing.T) {
 		now = next
 		read(now)
 	}
-	// The tail of the schedule is one read every 2 P, just after a renewal.
+	// The tail of the schedule is one read every P, just after a renewal.
 	for _, g := range gaps[len(gaps)-5:] {
-		if g != 2*P {
-			t.Fatalf("gaps %v: want the last ones 2 P apart", gaps)
+		if g != P {
+			t.Fatalf("gaps %v: want the last ones P apart", gaps)
 		}
 	}
 	if after := now.Sub(t0.Add(phase)) % P; after <= 0 || after > P/32 {

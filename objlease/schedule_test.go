@@ -218,11 +218,11 @@ func TestSchedulerKeepsMinWriteInterval(t *testing.T) {
 	})
 }
 
-// With the store-clock rule a waiting contender sleeps until the earliest
-// moment the store's clock allows a takeover: one read per TTL against a
-// live holder, and a takeover TTL + granularity + margin after the dead
-// holder's last write (here plus the 100 ms step and the millisecond
-// Acquire adds).
+// With the store-clock rule a waiting contender reads on the renewal
+// schedule (at most one read per 0.8 R against a live holder) and takes
+// over by TTL + granularity + margin after the dead holder's last write,
+// or sooner by the observed-time rule (here plus the 100 ms step and the
+// millisecond Acquire adds).
 func TestAcquireByStoreClockReadsOncePerTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.NewFake(epoch)
@@ -249,8 +249,8 @@ func TestAcquireByStoreClockReadsOncePerTTL(t *testing.T) {
 		step(clk, 90*time.Second, func(now time.Duration) {
 			if now == 60*time.Second {
 				cs.mu.Lock()
-				if cs.gets != 6 {
-					t.Errorf("a contender made %d reads in 60s of a live holder's lease (TTL 10 s), want 6 (at 0, 10.2, 20.4, 30.6, 40.8 and 51 s)", cs.gets)
+				if cs.gets > 38 {
+					t.Errorf("a contender made %d reads in 60s of a live holder's lease (TTL 10 s, R 2 s), want at most 38, one per 0.8 R", cs.gets)
 				}
 				cs.mu.Unlock()
 			}
@@ -264,8 +264,8 @@ func TestAcquireByStoreClockReadsOncePerTTL(t *testing.T) {
 				takenAt = now
 			}
 		})
-		if takenAt != 71100*time.Millisecond {
-			t.Errorf("took over at %v, want 71.1s: the last write at 60 s + TTL 10 s + margin 1 s, at the next 100 ms step", takenAt)
+		if takenAt == 0 || takenAt > 71100*time.Millisecond || takenAt < 70100*time.Millisecond {
+			t.Errorf("took over at %v, want from 70.1 s (TTL × (1 + b) after the last write at 60 s) to 71.1 s (TTL 10 s + margin 1 s after it, at the next 100 ms step)", takenAt)
 		}
 		if l2 := <-done; l2 != nil {
 			_ = l2.Release(context.Background())

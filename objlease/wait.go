@@ -18,7 +18,7 @@ import (
 // clock's leases, at most a few dozen at once, so that a process can
 // await thousands of leases for a few hundred bytes each.
 func (c *Client) AcquireFunc(ctx context.Context, f func(*Lease, error)) {
-	w := &waiter{c: c, ctx: ctx, f: f, idx: -1}
+	w := &waiter{c: c, ctx: ctx, f: f, idx: -1, sch: schedule{c: c}}
 	s := join(c)
 	w.sched = s
 	w.at = s.clk.Now()
@@ -35,8 +35,7 @@ type waiter struct {
 	f     func(*Lease, error)
 	sched *scheduler
 	stop  func() bool // ends the watch on ctx; set before w is first queued
-	r     Retry
-	phase phaseTracker
+	sch   schedule
 	last  error // the last attempt's error
 
 	// Guarded by sched.mu.
@@ -53,13 +52,10 @@ func (w *waiter) run(s *scheduler) {
 		w.finish(l, nil)
 		return
 	}
-	wait, retry := w.c.nextAttempt(&w.r, &w.phase, sent, err)
+	wait, retry := w.sch.next(sent, err, nil)
 	if !retry || w.ctx.Err() != nil {
 		w.finish(nil, w.c.giveUp(w.ctx, err))
 		return
-	}
-	if w.r.First() {
-		w.c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
 	}
 	w.last = err
 	s.mu.Lock()
@@ -141,25 +137,95 @@ func (d attemptDeadlines) next() (time.Time, bool) {
 	return d.s.attempts[0].at, true
 }
 
-// nextAttempt is how long a waiting loop waits after the failed attempt
-// err, sent at sent, and whether it tries again at all: Retry's answer,
-// except that a held lease is read again, under the store-clock rule, only
-// when the store's clock allows a takeover, and otherwise just after the
-// holder's renewals as phase has learned them.
-func (c *Client) nextAttempt(r *Retry, phase *phaseTracker, sent time.Time, err error) (time.Duration, bool) {
-	wait, retry := r.Next(err, c.jitter(c.opts.PollInterval))
-	var held *HeldError
-	switch {
-	case !errors.As(err, &held):
-		phase.reset()
-	case c.byStoreClock():
-		// One read then, a millisecond past it so that the record is found
-		// expired rather than a hair short of it.
-		wait = held.Wait + time.Millisecond
-	default:
-		wait = c.pollWait(phase, sent, held, wait)
+// Progress is what a waiting loop reports after each attempt that did not
+// take the lease and before it waits for the next (see Await).
+type Progress struct {
+	// Held is who holds the lease, when the attempt found it held; nil
+	// when it failed otherwise.
+	Held *HeldError
+	// Takeover is the earliest instant, on the client's clock, at which a
+	// takeover could succeed if the holder stops renewing now (zero when
+	// the lease was not seen held).
+	Takeover time.Time
+	// Err is the attempt's error when the lease was not seen held: a store
+	// failure, a race or throttling, all of which the loop tries again.
+	Err error
+	// Next is when, on the client's clock, the loop tries again.
+	Next time.Time
+}
+
+// Await repeats attempt until it succeeds, ctx ends, or it fails with an
+// error that waiting cannot cure (see IsPermanent), which ends it at once.
+// It is the one waiting loop: Acquire, AcquireFunc, and the waiters built
+// on this package (election, semaphore, shard, the objlease command) all
+// wait in it or on its schedule. attempt's errors decide the schedule: a
+// *HeldError (errors.As) for c's own key is read again on the holder's
+// renewal phase (see Acquire), one for another key, or any other error,
+// plainly with c's PollInterval and backoff. After each attempt that does
+// not end the wait, progress, if not nil, is told who holds the lease and
+// when the next attempt comes. When ctx ends, the error wraps its cause
+// and the last attempt's error.
+func Await[T any](ctx context.Context, c *Client, attempt func(context.Context) (T, error), progress func(Progress)) (T, error) {
+	sch := schedule{c: c}
+	for {
+		sent := c.opts.Clock.Now()
+		v, err := attempt(ctx)
+		if err == nil {
+			return v, nil
+		}
+		wait, retry := sch.next(sent, err, progress)
+		if !retry || ctx.Err() != nil {
+			var zero T
+			return zero, c.giveUp(ctx, err)
+		}
+		if c.Wait(ctx, wait) != nil {
+			var zero T
+			return zero, c.waitEnded(ctx, err)
+		}
 	}
-	return wait, retry
+}
+
+// schedule decides, for one waiting loop, whether and when to try again:
+// the one place where errors are classified and reads are timed.
+type schedule struct {
+	c     *Client
+	r     Retry
+	phase phaseTracker
+	store storePhase
+}
+
+// next is how long the loop waits after the failed attempt err, sent at
+// sent, and whether it tries again at all: Retry's answer, except that a
+// lease held at c's key is read again on the holder's renewal phase as
+// phaseTracker has learned it, and always at the first instant it could
+// expire for c, under either rule (see Client.pollWait). It logs the first
+// failure of a streak and tells progress.
+func (s *schedule) next(sent time.Time, err error, progress func(Progress)) (time.Duration, bool) {
+	c := s.c
+	wait, retry := s.r.Next(err, c.jitter(c.opts.PollInterval))
+	if !retry {
+		return 0, false
+	}
+	var held *HeldError
+	if !errors.As(err, &held) {
+		s.phase.reset()
+		if s.r.First() {
+			c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
+		}
+	} else if held.Key == c.key {
+		wait = c.pollWait(&s.phase, &s.store, sent, held, wait)
+	}
+	if progress != nil {
+		now := c.opts.Clock.Now()
+		p := Progress{Next: now.Add(wait)}
+		if held != nil {
+			p.Held, p.Takeover = held, now.Add(max(held.Wait, 0))
+		} else {
+			p.Err = err
+		}
+		progress(p)
+	}
+	return wait, true
 }
 
 // giveUp is the error a waiting loop returns after the attempt that

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -20,57 +19,48 @@ const defaultPoll = time.Second
 // when nothing changed.
 const waitReport = 10 * time.Second
 
-// take acquires the lease as --timeout says. While it waits it polls every
-// --poll (or sooner, when the holder's record is due to expire for this
-// observer) and, under -v, says who holds the lease, since when, and the
-// earliest this observer could take it over. A store that fails is tried
-// again with backoff, with one warning per streak of failures; a missing
-// bucket or refused credentials end it at once. With --timeout 0 it makes
-// one attempt, and looks for the outcome of a write whose reply was lost
-// for at most the lease's TTL (after which such a write has expired).
+// take acquires the lease as --timeout says. It waits in the library's
+// one waiting loop (objlease.Await: the holder's renewal phase, backoff
+// for a failing store, and an error that waiting cannot cure, such as a
+// missing bucket or refused credentials, ends it at once) and, under -v,
+// says who holds the lease, since when, and the earliest this observer
+// could take it over. With --timeout 0 it makes one attempt, and looks for
+// the outcome of a write whose reply was lost for at most the lease's TTL
+// (after which such a write has expired).
 func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
-	once := timeout.set && timeout.d == 0
-	switch {
-	case once:
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, cl.Options().TTL, fmt.Errorf("%w: the outcome of the one attempt of --timeout 0 stayed unknown for the lease's TTL", errNotAcquired))
+	if timeout.set && timeout.d == 0 {
+		ctx, cancel := context.WithTimeoutCause(ctx, cl.Options().TTL, fmt.Errorf("%w: the outcome of the one attempt of --timeout 0 stayed unknown for the lease's TTL", errNotAcquired))
 		defer cancel()
-	case timeout.set:
+		return cl.TryAcquire(ctx)
+	}
+	if timeout.set {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within --timeout %v", errNotAcquired, timeout.d))
 		defer cancel()
 	}
-	poll := cl.Options().PollInterval
-	var retry objlease.Retry
 	var last *objlease.HeldError
+	var storeErr error
 	var lastSaid time.Time
-	for {
-		l, err := cl.TryAcquire(ctx)
-		if err == nil {
-			return l, nil
+	l, err := objlease.Await(ctx, cl, cl.TryAcquire, func(p objlease.Progress) {
+		held := p.Held
+		if held == nil {
+			storeErr = p.Err
+			return
 		}
-		wait, again := retry.Next(err, poll)
-		var held *objlease.HeldError
-		switch {
-		case !again || permanent(err):
-			return nil, err
-		case ctx.Err() != nil:
-			return nil, waitEnded(ctx, last, retry.StoreErr())
-		case once:
-			return nil, err
-		case errors.As(err, &held):
-			if last == nil || held.Holder != last.Holder || held.Token != last.Token || time.Since(lastSaid) >= waitReport {
-				c.sayHeld(ctx, cl, held, last != nil && held.Token == last.Token)
-				lastSaid = time.Now()
-			}
-			last = held
-		case retry.First():
-			c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
+		storeErr = nil
+		if last == nil || held.Holder != last.Holder || held.Token != last.Token || time.Since(lastSaid) >= waitReport {
+			c.sayHeld(ctx, cl, held, last != nil && held.Token == last.Token)
+			lastSaid = time.Now()
 		}
-		if err := cl.Wait(ctx, wait); err != nil {
-			return nil, waitEnded(ctx, last, retry.StoreErr())
-		}
+		last = held
+	})
+	switch {
+	case err == nil:
+		return l, nil
+	case ctx.Err() != nil && !permanent(err):
+		return nil, waitEnded(ctx, last, storeErr)
 	}
+	return nil, err
 }
 
 // waitEnded is why a wait ended early: a signal; or --timeout, with the

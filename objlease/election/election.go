@@ -87,9 +87,13 @@ func New(cfg Config) (*Elector, error) {
 	return &Elector{cfg: cfg, log: cfg.Client.Options().Logger, resign: make(chan struct{})}, nil
 }
 
-// Run campaigns until ctx ends or Resign is called. When it returns while
-// leading, it releases the lease (keeping its token) so that another
-// process can lead at once.
+// Run campaigns until ctx ends or Resign is called. It waits for the
+// lease in objlease.Await, on the holder's renewal phase as
+// Client.Acquire does. When it returns while leading, it releases the
+// lease (keeping its token) so that another process can lead at once. It
+// returns nil when ctx ends or Resign is called, and an error that
+// campaigning cannot cure (objlease.IsPermanent: a missing bucket, refused
+// credentials, an object at the key that is not a lease record) at once.
 func (e *Elector) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -101,26 +105,21 @@ func (e *Elector) Run(ctx context.Context) error {
 		}
 	}()
 	c := e.cfg.Client
-	poll := c.Options().PollInterval
+	progress := func(p objlease.Progress) {
+		if h := p.Held; h != nil {
+			e.observe(Leader{Holder: h.Holder, Token: h.Token, Data: h.Data})
+		}
+	}
 	for ctx.Err() == nil {
-		lease, err := c.TryAcquire(ctx)
-		var held *objlease.HeldError
+		lease, err := objlease.Await(ctx, c, c.TryAcquire, progress)
 		switch {
 		case err == nil:
 			e.lead(ctx, lease)
-			continue
-		case errors.As(err, &held):
-			e.observe(Leader{Holder: held.Holder, Token: held.Token, Data: held.Data})
 		case ctx.Err() != nil:
 			return nil
 		default:
-			e.log.Warn("campaign attempt failed", slog.Any("err", err))
+			return err
 		}
-		wait := poll
-		if held != nil && held.Wait < wait {
-			wait = held.Wait + time.Millisecond
-		}
-		c.Wait(ctx, wait)
 	}
 	return nil
 }

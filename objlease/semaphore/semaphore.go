@@ -24,7 +24,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/clock"
@@ -59,8 +58,10 @@ func (e *SizeError) Error() string {
 		e.Key, e.Recorded, e.Requested)
 }
 
-// Unwrap makes errors.Is(err, ErrSizeMismatch) true.
-func (e *SizeError) Unwrap() error { return ErrSizeMismatch }
+// Unwrap makes errors.Is(err, ErrSizeMismatch) true, and
+// errors.Is(err, objlease.ErrInvalidOptions): this process's N is not the
+// semaphore's, which waiting does not cure (objlease.IsPermanent).
+func (e *SizeError) Unwrap() []error { return []error{ErrSizeMismatch, objlease.ErrInvalidOptions} }
 
 // DrainError lists the slots that must still be released or expire after a
 // shrinking Resize.
@@ -335,7 +336,7 @@ func (s *Semaphore) attempt(ctx context.Context) (*Slot, *objlease.HeldError, er
 			}
 		case ctx.Err() != nil:
 			return nil, nil, err
-		case failed == nil || (isPermanent(err) && !isPermanent(failed)):
+		case failed == nil || (objlease.IsPermanent(err) && !objlease.IsPermanent(failed)):
 			failed = err
 		}
 	}
@@ -362,47 +363,19 @@ func (s *Semaphore) confirm(ctx context.Context, i int, l *objlease.Lease) (*Slo
 	return &Slot{Lease: l, index: i}, nil
 }
 
-// Acquire waits until it holds a slot or ctx ends. While every slot is
-// held it polls every PollInterval (jittered), or sooner when the slot
-// due to expire first for this semaphore does. A poll of a full semaphore
-// costs one read per slot.
+// Acquire waits until it holds a slot or ctx ends, in objlease.Await on
+// slot 0's schedule: while every slot is held it polls every PollInterval
+// (jittered), or sooner when the slot due to expire first for this
+// semaphore does, and, with one slot, reads on its holder's renewal phase
+// as Client.Acquire does. A poll of a full semaphore costs one read per
+// slot. Errors that waiting cannot cure (objlease.IsPermanent: a missing
+// bucket, refused credentials, a slot that is not a lease record, a size
+// other than the recorded one) end it at once.
 func (s *Semaphore) Acquire(ctx context.Context) (*Slot, error) {
-	for {
-		slot, held, err := s.attempt(ctx)
-		if slot != nil {
-			return slot, nil
-		}
-		if err != nil && (ctx.Err() != nil || isPermanent(err)) {
-			return nil, err
-		}
-		s.mu.Lock()
-		wait := time.Duration(float64(s.opts.PollInterval) * (0.8 + 0.2*s.rnd.Float64()))
-		s.mu.Unlock()
-		if err != nil {
-			s.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
-		}
-		if held != nil && held.Wait < wait {
-			wait = held.Wait + time.Millisecond
-		}
-		t := s.clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			last := err
-			if last == nil {
-				last = held
-			}
-			return nil, fmt.Errorf("semaphore %q: %w (last attempt: %w)", s.prefix, context.Cause(ctx), last)
-		case <-t.C():
-		}
-	}
-}
-
-// isPermanent reports errors that waiting will not cure.
-func isPermanent(err error) bool {
-	return errors.Is(err, objlease.ErrBadRecord) || errors.Is(err, objlease.ErrNewerSchema) ||
-		errors.Is(err, objlease.ErrInvalidOptions) || errors.Is(err, providers.ErrInvalidKey) ||
-		errors.Is(err, objlease.ErrAmbiguous) || errors.Is(err, ErrSizeMismatch)
+	s.mu.Lock()
+	c := s.clients[0]
+	s.mu.Unlock()
+	return objlease.Await(ctx, c, s.TryAcquire, nil)
 }
 
 // Status is what Inspect reports.

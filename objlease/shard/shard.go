@@ -216,10 +216,17 @@ func (w *Worker) Owned() []string {
 // Run joins the group and rebalances every round until ctx ends. It then
 // hands every shard back (cancelling each Work context, waiting for Work
 // to return, releasing the lease) and leaves the group, so that the others
-// can take the shards at once.
+// can take the shards at once. An error that waiting cannot cure
+// (objlease.IsPermanent: a missing bucket, refused credentials, an object
+// at the member's key that is not a lease record) ends it at once, and Run
+// returns it; it returns nil when ctx ends.
 func (w *Worker) Run(ctx context.Context) error {
+	var runErr error
 	for {
-		w.round(ctx)
+		if runErr = w.round(ctx); runErr != nil {
+			w.log.Error("leaving the group: waiting cannot cure this", slog.Any("err", runErr))
+			break
+		}
 		if w.memberClient.Wait(ctx, w.opts.PollInterval) != nil {
 			break
 		}
@@ -236,7 +243,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		w.memberLease = nil
 	}
-	return nil
+	return runErr
 }
 
 func (w *Worker) snapshot() []*owned {
@@ -249,16 +256,21 @@ func (w *Worker) snapshot() []*owned {
 	return os
 }
 
-// round is one step toward balance.
-func (w *Worker) round(ctx context.Context) {
+// round is one step toward balance. It returns only errors that waiting
+// cannot cure (objlease.IsPermanent), from joining or listing; the rest
+// are logged and the next round tries again.
+func (w *Worker) round(ctx context.Context) error {
 	w.reap()
 	if ctx.Err() != nil {
-		return
+		return nil
 	}
 	if w.memberLease == nil || w.memberLease.Err() != nil {
 		l, err := w.memberClient.TryAcquire(ctx)
 		if err != nil {
 			w.memberLease = nil
+			if objlease.IsPermanent(err) && ctx.Err() == nil {
+				return err
+			}
 			w.log.Debug("cannot join the group yet", slog.Any("err", err))
 		} else {
 			w.memberLease = l
@@ -266,13 +278,16 @@ func (w *Worker) round(ctx context.Context) {
 	}
 	listed, err := w.list(ctx)
 	if err != nil {
+		if objlease.IsPermanent(err) && ctx.Err() == nil {
+			return err
+		}
 		w.log.Warn("cannot list the group's records", slog.Any("err", err))
-		return
+		return nil
 	}
 	members, err := w.liveMembers(ctx, listed.members)
 	if err != nil {
 		w.log.Warn("cannot read the group's members", slog.Any("err", err))
-		return
+		return nil
 	}
 	ids := w.cfg.Shards
 	if ids == nil {
@@ -295,18 +310,18 @@ func (w *Worker) round(ctx context.Context) {
 	holders, err := w.scan(ctx, ids, listed.shards, members, fresh)
 	if err != nil {
 		w.log.Warn("cannot read the group's shards", slog.Any("err", err))
-		return
+		return nil
 	}
 	mine = w.Owned()
 	if w.memberLease == nil {
-		return // not a member: others do not count this worker, so it takes nothing
+		return nil // not a member: others do not count this worker, so it takes nothing
 	}
 	target := w.target(members, holders, len(ids), len(mine))
 	if target != len(mine) && !fresh {
 		// About to move shards: on what the store holds now.
 		if holders, err = w.scan(ctx, ids, listed.shards, members, true); err != nil {
 			w.log.Warn("cannot read the group's shards", slog.Any("err", err))
-			return
+			return nil
 		}
 		target = w.target(members, holders, len(ids), len(mine))
 	}
@@ -330,6 +345,7 @@ func (w *Worker) round(ctx context.Context) {
 			}
 		}
 	}
+	return nil
 }
 
 // target is this worker's share, given the live members, the shards'
