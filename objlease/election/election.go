@@ -41,10 +41,9 @@ type Leader struct {
 
 // Config configures an Elector.
 type Config struct {
-	// Options of the elector's lease client: the timings (TTL, renew and
-	// poll intervals), the holder identity, and Data, which observers see.
-	// Clock must be nil: the session's is used.
-	Options objlease.Options
+	// Client campaigns for its lease. Its Options set the timings (TTL,
+	// renew and poll intervals) and Data, which observers see.
+	Client *objlease.Client
 	// OnStartedLeading runs in its own goroutine when this process becomes
 	// leader. ctx is cancelled when leadership ends or is to end; the elector
 	// waits for the callback to return before it releases the lease and
@@ -65,7 +64,6 @@ var errSteppingDown = fmt.Errorf("%w: stepping down", objlease.ErrReleased)
 // Elector campaigns for leadership.
 type Elector struct {
 	cfg    Config
-	client *objlease.Client
 	log    *slog.Logger
 	mu     sync.Mutex
 	leader Leader
@@ -78,24 +76,16 @@ type Elector struct {
 // ErrInvalidConfig: the Config is incomplete.
 var ErrInvalidConfig = errors.New("invalid election config")
 
-// New validates cfg and returns an Elector that campaigns, in session s,
-// for the lease at key.
-func New(s *objlease.Session, key string, cfg Config) (*Elector, error) {
+// New validates cfg and returns an Elector.
+func New(cfg Config) (*Elector, error) {
 	switch {
-	case s == nil:
-		return nil, fmt.Errorf("%w: nil session", ErrInvalidConfig)
+	case cfg.Client == nil:
+		return nil, fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
 	case cfg.OnStartedLeading == nil:
 		return nil, fmt.Errorf("%w: OnStartedLeading is nil", ErrInvalidConfig)
 	}
-	c, err := s.Client(key, cfg.Options)
-	if err != nil {
-		return nil, err
-	}
-	return &Elector{cfg: cfg, client: c, log: c.Options().Logger, resign: make(chan struct{})}, nil
+	return &Elector{cfg: cfg, log: cfg.Client.Options().Logger, resign: make(chan struct{})}, nil
 }
-
-// Client returns the elector's lease client, for Observe.
-func (e *Elector) Client() *objlease.Client { return e.client }
 
 // Run campaigns until ctx ends or Resign is called. When it returns while
 // leading, it releases the lease (keeping its token) so that another
@@ -110,7 +100,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	c := e.client
+	c := e.cfg.Client
 	poll := c.Options().PollInterval
 	for ctx.Err() == nil {
 		lease, err := c.TryAcquire(ctx)
