@@ -25,6 +25,7 @@ import (
 // the record's TTL × (1 + DriftBound) on its own clock. A Client is safe for
 // concurrent use.
 type Client struct {
+	sess  *Session
 	store providers.Store
 	key   string
 	opts  Options
@@ -68,11 +69,20 @@ type observation struct {
 
 func (o *observation) absent() bool { return o.rec == nil && o.version == "" }
 
-// New returns a Client for the lease at key in store. It validates opts.
+// New returns a Client for the lease at key in store, on a session of its
+// own (see Session) whose clock and logger are opts.Clock and opts.Logger.
+// It validates opts. Clients that hold or await many leases at once
+// should share one Session instead: its scheduler serves them all.
 func New(store providers.Store, key string, opts Options) (*Client, error) {
-	if store == nil {
-		return nil, fmt.Errorf("%w: nil store", ErrInvalidOptions)
+	sess, err := NewSession(store, SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
 	}
+	return sess.client(key, opts)
+}
+
+func newClient(sess *Session, key string, opts Options) (*Client, error) {
+	store := sess.store
 	if key == "" {
 		return nil, fmt.Errorf("%w: empty lease key", ErrInvalidOptions)
 	}
@@ -85,6 +95,7 @@ func New(store providers.Store, key string, opts Options) (*Client, error) {
 			key, ErrInvalidOptions, key)
 	}
 	c := &Client{
+		sess:  sess,
 		store: store,
 		key:   key,
 		opts:  opts,
@@ -400,6 +411,9 @@ func storeAge(a providers.Attrs, margin time.Duration) (time.Duration, bool) {
 //
 // On success the lease is renewed in the background until Release or loss.
 func (c *Client) TryAcquire(ctx context.Context) (*Lease, error) {
+	if err := c.sess.err(c.key); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	view := c.view
 	c.mu.Unlock()
@@ -506,7 +520,7 @@ func (c *Client) write(ctx context.Context, o *observation) (*Lease, error) {
 		return nil, err
 	}
 	c.log.Info("lease acquired", slog.Uint64("token", rec.Token))
-	return c.newLease(rec, res, sent), nil
+	return c.newLease(ctx, rec, res, sent)
 }
 
 // put writes rec conditionally (create if ifVersion is ""). If the outcome
@@ -665,13 +679,13 @@ func (r *Retry) StoreErr() error { return r.last }
 // IsPermanent reports errors that waiting will not cure: the object at the
 // key is not a usable record (or, with Force, shows no token to continue
 // above), the options or key are invalid, a write's outcome could not be
-// determined, or the store refuses the request as configured (missing
-// bucket, refused credentials, wrong endpoint, an operation it does not
-// support).
+// determined, the client's session is closed, or the store refuses the
+// request as configured (missing bucket, refused credentials, wrong
+// endpoint, an operation it does not support).
 func IsPermanent(err error) bool {
 	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrNewerSchema) || errors.Is(err, ErrInvalidOptions) ||
 		errors.Is(err, ErrFencedObject) || errors.Is(err, ErrTokenExhausted) || errors.Is(err, ErrTokenUnknown) ||
-		errors.Is(err, providers.ErrInvalidKey) || errors.Is(err, ErrAmbiguous) ||
+		errors.Is(err, providers.ErrInvalidKey) || errors.Is(err, ErrAmbiguous) || errors.Is(err, ErrSessionClosed) ||
 		errors.Is(err, providers.ErrNoBucket) || errors.Is(err, providers.ErrPermission) ||
 		errors.Is(err, providers.ErrWrongEndpoint) || errors.Is(err, errors.ErrUnsupported)
 }
@@ -693,6 +707,9 @@ type Status struct {
 
 // Inspect reads the lease without changing it.
 func (c *Client) Inspect(ctx context.Context) (*Status, error) {
+	if err := c.sess.err(c.key); err != nil {
+		return nil, err
+	}
 	o, err := c.read(ctx)
 	if err != nil {
 		return nil, err
@@ -755,6 +772,9 @@ func (c *Client) Observe(a providers.Attrs) Sighting {
 // else Break returns a *TokenError (ErrTokenUnknown). The new token is
 // also above Options.MinToken and the tokens of Options.FencedKeys.
 func (c *Client) Break(ctx context.Context) (uint64, error) {
+	if err := c.sess.err(c.key); err != nil {
+		return 0, err
+	}
 	for attempt := 0; ; attempt++ {
 		o, err := c.readForWrite(ctx)
 		if err != nil {
@@ -788,6 +808,9 @@ func (c *Client) Break(ctx context.Context) (uint64, error) {
 // that acquired it (the CLI's release command). It returns a *HeldError if
 // someone else holds it, and nil if it is already released.
 func (c *Client) Release(ctx context.Context) error {
+	if err := c.sess.err(c.key); err != nil {
+		return err
+	}
 	o, err := c.read(ctx)
 	if err != nil {
 		return err

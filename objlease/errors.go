@@ -50,6 +50,9 @@ var (
 	// re-reading, before the context ended. The lease may or may not be held
 	// by this client; if it is, it expires on its own after its TTL.
 	ErrAmbiguous = errors.New("outcome of lease write could not be determined")
+	// ErrSessionClosed: the client's Session has been closed (see
+	// Session.Close); it sends no more requests.
+	ErrSessionClosed = errors.New("session closed")
 )
 
 // HeldError reports who holds a lease that could not be acquired.

@@ -56,10 +56,14 @@ func TestHolderValidated(t *testing.T) {
 // as New does.
 func TestHolderValidatedEverywhere(t *testing.T) {
 	const bad = "worker\n1"
-	if _, err := semaphore.New(mem.New(), "slots", 2, objlease.Options{Holder: bad}); !errors.Is(err, objlease.ErrInvalidOptions) || !strings.Contains(err.Error(), "U+000A at byte 6") {
+	sess, err := objlease.NewSession(mem.New(), objlease.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := semaphore.New(sess, "slots", 2, objlease.Options{Holder: bad}); !errors.Is(err, objlease.ErrInvalidOptions) || !strings.Contains(err.Error(), "U+000A at byte 6") {
 		t.Errorf("semaphore: %v, want ErrInvalidOptions naming the newline", err)
 	}
-	_, err := shard.New(shard.Config{Store: mem.New(), Prefix: "group", Member: bad, Shards: []string{"a"}, Work: func(context.Context, *shard.Shard) {}})
+	_, err = shard.New(sess, shard.Config{Prefix: "group", Member: bad, Shards: []string{"a"}, Work: func(context.Context, *shard.Shard) {}})
 	if !errors.Is(err, objlease.ErrInvalidOptions) || !strings.Contains(err.Error(), "U+000A at byte 6") {
 		t.Errorf("shard: %v, want ErrInvalidOptions naming the newline", err)
 	}

@@ -64,16 +64,28 @@ type Lease struct {
 	renewIdx, expireIdx int
 }
 
-func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time) *Lease {
-	ctx, cancel := context.WithCancelCause(context.Background())
+// newLease returns the lease just written as rec, renewed by the client's
+// session from now on. If the session was closed meanwhile it releases the
+// record again and returns ErrSessionClosed.
+func (c *Client) newLease(ctx context.Context, rec *Record, res providers.WriteResult, sent time.Time) (*Lease, error) {
+	if err := c.sess.err(c.key); err != nil {
+		c.unwrite(ctx, rec, res.Version)
+		return nil, err
+	}
+	lctx, cancel := context.WithCancelCause(context.Background())
 	c.recordAcquired(rec.Token)
 	l := &Lease{
-		c: c, ctx: ctx, cancel: cancel, rec: rec, version: res.Version,
+		c: c, ctx: lctx, cancel: cancel, rec: rec, version: res.Version,
 		lastSent: sent, lastAttempt: sent,
 		writing: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	l.setValidUntil(c.validUntil(sent))
-	register(l, l.notBefore(sent.Add(c.firstRenewal())))
+	if err := register(l, l.notBefore(sent.Add(c.firstRenewal()))); err != nil {
+		cancel(err)
+		c.recordEnded(ErrReleased)
+		c.unwrite(ctx, rec, res.Version)
+		return nil, err
+	}
 	l.mu.Lock()
 	left := l.remaining(c.opts.Clock.Now())
 	l.mu.Unlock()
@@ -82,7 +94,21 @@ func (c *Client) newLease(rec *Record, res providers.WriteResult, sent time.Time
 		// returned ended, never with a context that outlives its validity.
 		l.end(errValidityEnded(c.key))
 	}
-	return l
+	return l, nil
+}
+
+// unwrite releases the record rec just written at version, for a lease
+// that its closed session will not hold: best effort, since the record
+// expires on its own.
+func (c *Client) unwrite(ctx context.Context, rec *Record, version string) {
+	next := *rec
+	next.Nonce = c.nonce()
+	next.State = StateReleased
+	next.WrittenAt = time.Now().UTC()
+	next.Data = nil
+	if _, err := c.put(ctx, &next, version); err != nil {
+		c.log.Warn("releasing a lease acquired as its session closed failed; it expires on its own", slog.Any("err", err))
+	}
 }
 
 // firstRenewal is how long after acquiring the first background renewal

@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"reflect"
 	"sync"
 	"time"
 
-	"github.com/objlease/objlease/internal/schedstate"
 	"github.com/objlease/objlease/objlease/clock"
-	"github.com/objlease/objlease/providers"
 )
 
 // maxJobsInFlight bounds the renewals and attempts a scheduler runs at
@@ -24,8 +21,8 @@ const maxJobsInFlight = 64
 // leases alive, always have the rest.
 const maxAttemptsInFlight = maxJobsInFlight / 2
 
-// A scheduler renews and watches every lease held through one store on
-// one clock, and makes the attempts of every AcquireFunc waiting there, so
+// A scheduler renews and watches every lease held through one session,
+// and makes the attempts of every AcquireFunc waiting there, so
 // that a process holding or awaiting thousands of leases runs three
 // goroutines for all of them rather than some per lease: a watcher, which
 // does no I/O and so ends every lease on time whatever the store does, a
@@ -35,8 +32,8 @@ const maxAttemptsInFlight = maxJobsInFlight / 2
 // last, so that it runs wherever they were made (a test's synctest bubble
 // included).
 type scheduler struct {
-	key schedKey
-	clk clock.Clock
+	sess *Session
+	clk  clock.Clock
 
 	mu       sync.Mutex
 	users    int       // leases and waiters
@@ -59,8 +56,7 @@ type scheduler struct {
 	workers int
 
 	// inFlight counts jobs popped and not yet requeued or dropped; asleep
-	// counts the goroutines waiting in sleep. Both are only read by tests
-	// (see internal/schedstate).
+	// counts the goroutines waiting in sleep. Both are only read by tests.
 	inFlight, asleep int
 	// attemptsRunning counts attempts in flight, at most
 	// maxAttemptsInFlight, so that waiters on a hung store leave workers
@@ -77,120 +73,72 @@ type job interface{ run(s *scheduler) }
 // really ended are ended, whenever it wakes.
 const expiryBatch = time.Second
 
-// schedKey identifies a scheduler: leases on one store and one clock share
-// it.
-type schedKey struct {
-	store providers.Store
-	clk   clock.Clock
-}
-
-var schedulers = struct {
-	sync.Mutex
-	m   map[schedKey]*scheduler
-	all map[*scheduler]struct{} // the running ones, shared or not
-}{m: map[schedKey]*scheduler{}, all: map[*scheduler]struct{}{}}
-
-func init() { schedstate.On = schedulersOn }
-
-// schedulersOn reports the timers the schedulers on clk hold while asleep
-// (two each, three with waiters) and whether all of them are asleep with
-// no job in flight.
-func schedulersOn(clk any) (timers int, idle bool) {
-	schedulers.Lock()
-	defer schedulers.Unlock()
-	idle = true
-	for s := range schedulers.all {
-		if s.clk != clk {
-			continue
-		}
-		s.mu.Lock()
-		timers += 2
-		if s.attempts.Len() > 0 {
-			timers++
-		}
-		idle = idle && s.inFlight == 0 && s.asleep == 3
-		s.mu.Unlock()
+// join returns the scheduler of c's session, starting one if it has none,
+// with one more user and s.mu held; track(s) runs under the session's
+// lock. It refuses once the session is closed.
+func join(c *Client, track func(s *scheduler)) (*scheduler, error) {
+	sess := c.sess
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.closed {
+		return nil, errSessionClosed(c.key)
 	}
-	return timers, idle
-}
-
-// usableAsKey reports whether v can be a map key (a store or clock that is
-// a non-comparable value gets a scheduler of its own).
-func usableAsKey(v any) (ok bool) {
-	t := reflect.TypeOf(v)
-	if t == nil || !t.Comparable() {
-		return false
-	}
-	if t.Kind() == reflect.Pointer {
-		return true
-	}
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	_ = map[any]struct{}{v: {}}
-	return true
-}
-
-// join returns the scheduler of c's store and clock, starting one if there
-// is none, with one more user and s.mu held.
-func join(c *Client) *scheduler {
-	key := schedKey{c.store, c.opts.Clock}
-	shared := usableAsKey(key.store) && usableAsKey(key.clk)
-	schedulers.Lock()
-	defer schedulers.Unlock()
-	s := schedulers.m[key]
-	if s == nil || !shared {
+	s := sess.sched
+	if s == nil {
 		s = &scheduler{
-			key: key, clk: c.opts.Clock, expiries: leaseHeap{expiry: true},
+			sess: sess, clk: sess.clk, expiries: leaseHeap{expiry: true},
 			wakeRenew: make(chan struct{}, 1), wakeExpiry: make(chan struct{}, 1),
 			wakeAttempt: make(chan struct{}, 1), quit: make(chan struct{}), jobs: make(chan job),
 		}
-		if shared {
-			schedulers.m[key] = s
-		}
-		schedulers.all[s] = struct{}{}
+		sess.sched = s
 		go s.dispatch(&s.renewals, &s.renewArmed, s.wakeRenew, s.dueRenewals)
 		go s.dispatch(attemptDeadlines{s}, &s.attemptArmed, s.wakeAttempt, s.dueAttempts)
 		go s.watch()
 	}
+	track(s)
 	s.mu.Lock()
 	s.users++
-	return s
+	return s, nil
 }
 
-// leave takes one user off s, stopping it after its last (schedulers and
+// leave takes one user off s, stopping it after its last (s.sess.mu and
 // s.mu held).
 func (s *scheduler) leave() {
 	s.users--
 	if s.users == 0 {
-		if schedulers.m[s.key] == s {
-			delete(schedulers.m, s.key)
+		if s.sess.sched == s {
+			s.sess.sched = nil
 		}
-		delete(schedulers.all, s)
 		close(s.quit)
 	}
 }
 
-// register adds l to the scheduler of its client's store and clock.
-func register(l *Lease, renewAt time.Time) {
-	s := join(l.c)
-	l.sched = s
+// register adds l to the scheduler of its client's session. It refuses
+// once the session is closed.
+func register(l *Lease, renewAt time.Time) error {
+	s, err := join(l.c, func(s *scheduler) {
+		l.sched = s
+		l.c.sess.leases[l] = struct{}{}
+	})
+	if err != nil {
+		return err
+	}
 	l.registered = true
 	l.renewAt, l.expireAt = renewAt, l.validUntil
 	l.renewIdx, l.expireIdx = -1, -1
 	s.pushRenewal(l)
 	s.pushExpiry(l)
 	s.mu.Unlock()
+	return nil
 }
 
 // remove takes l off its scheduler for good, stopping the scheduler if l
 // was its last lease. A renewal of l in flight is left to finish (its
 // caller cancels it) and is not rescheduled.
 func (s *scheduler) remove(l *Lease) {
-	schedulers.Lock()
-	defer schedulers.Unlock()
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	delete(s.sess.leases, l)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !l.registered {

@@ -86,14 +86,24 @@ func (w *writeLog) times(key string) []write {
 	return slices.Clone(w.writes[key])
 }
 
-// holdMany acquires n leases (keys leases/00 …) on store, each through a
-// client of its own on clk, seeded by its index.
-func holdMany(t *testing.T, store providers.Store, clk *clock.Fake, n int) []*objlease.Lease {
+// newSession returns a session on store and clk.
+func newSession(t *testing.T, store providers.Store, clk *clock.Fake) *objlease.Session {
+	t.Helper()
+	s, err := objlease.NewSession(store, objlease.SessionOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// holdMany acquires n leases (keys leases/00 …) in sess, each through a
+// client of its own, seeded by its index.
+func holdMany(t *testing.T, sess *objlease.Session, n int) []*objlease.Lease {
 	t.Helper()
 	leases := make([]*objlease.Lease, n)
 	for i := range leases {
-		c, err := objlease.New(store, fmt.Sprintf("leases/%02d", i), objlease.Options{
-			TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: fmt.Sprintf("h%d", i), Clock: clk,
+		c, err := sess.Client(fmt.Sprintf("leases/%02d", i), objlease.Options{
+			TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: fmt.Sprintf("h%d", i),
 			Rand: rand.New(rand.NewPCG(uint64(i), 7)),
 		})
 		if err != nil {
@@ -127,7 +137,7 @@ func TestSchedulerStuckRenewalDelaysNothing(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		store := newWriteLog(mem.New(), clk)
 		store.stuck = func(key string) bool { return key == "leases/07" }
-		leases := holdMany(t, store, clk, 40)
+		leases := holdMany(t, newSession(t, store, clk), 40)
 		var lostAt time.Duration
 		step(clk, 30*time.Second, func(now time.Duration) {
 			if lostAt == 0 && leases[7].Err() != nil {
@@ -171,7 +181,7 @@ func TestSchedulerSpreadsRenewals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		store := newWriteLog(mem.New(), clk)
-		leases := holdMany(t, store, clk, 100)
+		leases := holdMany(t, newSession(t, store, clk), 100)
 		step(clk, 2*time.Second, nil)
 		var bins [10]int // first renewal, by 100 ms after 1 s
 		for _, l := range leases {
@@ -194,7 +204,7 @@ func TestSchedulerKeepsMinWriteInterval(t *testing.T) {
 		store := newWriteLog(mem.New(), clk)
 		store.minWrite = 1500 * time.Millisecond
 		store.fail = func(key string, n int) bool { return n%3 == 0 }
-		leases := holdMany(t, store, clk, 20)
+		leases := holdMany(t, newSession(t, store, clk), 20)
 		user := context.WithValue(context.Background(), userWrite{}, true)
 		step(clk, 20*time.Second, func(now time.Duration) {
 			if now%(1900*time.Millisecond) == 0 {

@@ -14,13 +14,19 @@ import (
 // own, with the lease, or with the error Acquire would have returned once
 // ctx ends or waiting cannot succeed. f is called exactly once.
 //
-// Its attempts are made by the scheduler that renews this store's and
-// clock's leases, at most a few dozen at once, so that a process can
+// Its attempts are made by the scheduler that renews the leases of the
+// client's session, at most a few dozen at once, so that a process can
 // await thousands of leases for a few hundred bytes each.
 func (c *Client) AcquireFunc(ctx context.Context, f func(*Lease, error)) {
 	w := &waiter{c: c, ctx: ctx, f: f, idx: -1, sch: schedule{c: c}}
-	s := join(c)
-	w.sched = s
+	s, err := join(c, func(s *scheduler) {
+		w.sched = s
+		c.sess.waiters[w] = struct{}{}
+	})
+	if err != nil {
+		go f(nil, err)
+		return
+	}
 	w.at = s.clk.Now()
 	// Under s.mu, so that cancel, which takes it, finds w queued.
 	w.stop = context.AfterFunc(ctx, w.cancel)
@@ -85,10 +91,23 @@ func (w *waiter) cancel() {
 	}
 }
 
+// end finishes w with err whether or not it is queued: an attempt in
+// flight then finds it finished (see Session.Close).
+func (w *waiter) end(err error) {
+	s := w.sched
+	s.mu.Lock()
+	if w.idx >= 0 {
+		heap.Remove(&s.attempts, w.idx)
+	}
+	s.mu.Unlock()
+	w.finish(nil, err)
+}
+
 // finish takes w off its scheduler and calls f, once.
 func (w *waiter) finish(l *Lease, err error) {
 	s := w.sched
-	schedulers.Lock()
+	s.sess.mu.Lock()
+	delete(s.sess.waiters, w)
 	s.mu.Lock()
 	first := !w.finished
 	if first {
@@ -96,7 +115,7 @@ func (w *waiter) finish(l *Lease, err error) {
 		s.leave()
 	}
 	s.mu.Unlock()
-	schedulers.Unlock()
+	s.sess.mu.Unlock()
 	if !first {
 		return
 	}

@@ -36,7 +36,7 @@ func TestAcquireFuncTakesReleasedLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		store := newWriteLog(mem.New(), clk)
-		held := holdMany(t, store, clk, 1)[0]
+		held := holdMany(t, newSession(t, store, clk), 1)[0]
 		c, err := objlease.New(store, held.Key(), objlease.Options{
 			TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: "waiter", Clock: clk,
 		})
@@ -85,7 +85,7 @@ func TestAcquireFuncEndsWithContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		store := mem.New()
-		held := holdMany(t, store, clk, 1)[0]
+		held := holdMany(t, newSession(t, store, clk), 1)[0]
 		defer held.Release(context.Background())
 		c, err := objlease.New(store, held.Key(), objlease.Options{TTL: 10 * time.Second, Clock: clk})
 		if err != nil {
@@ -145,14 +145,15 @@ func TestAcquireFuncNoGoroutinePerWaiter(t *testing.T) {
 		const n = 1000
 		clk := clock.NewFake(epoch)
 		store := mem.New()
-		held := holdMany(t, store, clk, 1)[0]
+		sess := newSession(t, store, clk)
+		held := holdMany(t, sess, 1)[0]
 		defer held.Release(context.Background())
 		before := runtime.NumGoroutine()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, n)
 		for i := range n {
-			c, err := objlease.New(store, held.Key(), objlease.Options{
-				TTL: 10 * time.Second, Clock: clk, Holder: fmt.Sprintf("w%d", i),
+			c, err := sess.Client(held.Key(), objlease.Options{
+				TTL: 10 * time.Second, Holder: fmt.Sprintf("w%d", i),
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -205,12 +206,13 @@ func TestAcquireFuncHungAttemptsStarveNoRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		store := hangKey{Store: mem.New(), key: "leases/unanswered"}
-		leases := holdMany(t, store, clk, 5)
+		sess := newSession(t, store, clk)
+		leases := holdMany(t, sess, 5)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 200)
 		for i := range 200 {
-			c, err := objlease.New(store, "leases/unanswered", objlease.Options{
-				TTL: 10 * time.Second, Clock: clk, Holder: fmt.Sprintf("w%d", i),
+			c, err := sess.Client("leases/unanswered", objlease.Options{
+				TTL: 10 * time.Second, Holder: fmt.Sprintf("w%d", i),
 			})
 			if err != nil {
 				t.Fatal(err)

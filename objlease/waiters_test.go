@@ -92,7 +92,7 @@ var waiters = []aWaiter{
 		return done
 	}},
 	{"semaphore.Acquire", []string{"pool/slot-0"}, func(t *testing.T, ctx context.Context, store providers.Store, clk *clock.Fake) <-chan error {
-		s, err := semaphore.New(store, "pool", 1, objlease.Options{TTL: 10 * time.Second, Holder: "waiter", Clock: clk})
+		s, err := semaphore.New(newSession(t, store, clk), "pool", 1, objlease.Options{TTL: 10 * time.Second, Holder: "waiter"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,8 +101,8 @@ var waiters = []aWaiter{
 		return done
 	}},
 	{"shard.Worker.Run", []string{shard.MemberKey("group", "waiter")}, func(t *testing.T, ctx context.Context, store providers.Store, clk *clock.Fake) <-chan error {
-		w, err := shard.New(shard.Config{Store: store, Prefix: "group", Member: "waiter", Shards: []string{"a"},
-			Options: objlease.Options{TTL: 10 * time.Second, Clock: clk}, Work: func(context.Context, *shard.Shard) {}})
+		w, err := shard.New(newSession(t, store, clk), shard.Config{Prefix: "group", Member: "waiter", Shards: []string{"a"},
+			Options: objlease.Options{TTL: 10 * time.Second}, Work: func(context.Context, *shard.Shard) {}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,10 +83,16 @@ func (b *bench) many(ctx context.Context) (*manyReport, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
+	// One session: one scheduler renews every lease, as in a process
+	// holding many.
+	sess, err := objlease.NewSession(gaps, objlease.SessionOptions{Logger: b.log})
+	if err != nil {
+		return nil, err
+	}
 	for range 16 {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				c, err := objlease.New(gaps, b.key(fmt.Sprintf("many/%05d", i)), b.options("many"))
+				c, err := sess.Client(b.key(fmt.Sprintf("many/%05d", i)), b.options("many"))
 				if err == nil {
 					leases[i], err = c.TryAcquire(ctx)
 				}
@@ -142,8 +148,12 @@ func (b *bench) waiters(ctx context.Context, r *manyReport, held *objlease.Lease
 	defer cancel()
 	m0, g0 := memNow()
 	done := make(chan error, r.Waiters)
+	sess, err := objlease.NewSession(b.cs, objlease.SessionOptions{Logger: b.log})
+	if err != nil {
+		return err
+	}
 	for i := range r.Waiters {
-		c, err := objlease.New(b.cs, held.Key(), b.options(fmt.Sprintf("waiter-%d", i)))
+		c, err := sess.Client(held.Key(), b.options(fmt.Sprintf("waiter-%d", i)))
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,11 @@ func Example() {
 	store := mem.New() // or providers.Open(ctx, "s3://bucket/pools/render")
 
 	worker := func(name string) *semaphore.Semaphore {
-		s, err := semaphore.New(store, "pools/render", 2, objlease.Options{TTL: 30 * time.Second, Holder: name})
+		sess, err := objlease.NewSession(store, objlease.SessionOptions{})
+		if err != nil {
+			panic(err)
+		}
+		s, err := semaphore.New(sess, "pools/render", 2, objlease.Options{TTL: 30 * time.Second, Holder: name})
 		if err != nil {
 			panic(err)
 		}

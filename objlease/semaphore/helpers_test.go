@@ -2,12 +2,12 @@ package semaphore_test
 
 import (
 	"context"
-	"github.com/objlease/objlease/internal/schedstate"
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -29,7 +29,20 @@ func newSem(t *testing.T, store providers.Store, n int, holder string, clk clock
 	for _, m := range mod {
 		m(&o)
 	}
-	s, err := semaphore.New(store, prefix, n, o)
+	return newSemOpts(t, store, prefix, n, o)
+}
+
+// newSemOpts returns a semaphore in a session of its own on store and
+// o.Clock, closed when the test ends.
+func newSemOpts(t *testing.T, store providers.Store, prefix string, n int, o objlease.Options) *semaphore.Semaphore {
+	t.Helper()
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: o.Clock, Logger: o.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close(context.Background()) })
+	o.Clock = nil
+	s, err := semaphore.New(sess, prefix, n, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,18 +68,18 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// settled reports whether the renewal schedulers on clk are asleep with no
-// renewal in flight and the clock holds their timers and at least waiters
-// more (contenders asleep between attempts).
-func settled(clk *clock.Fake, waiters int) bool {
-	timers, idle := schedstate.On(clk)
-	return idle && clk.Timers() >= timers+waiters
+// settled waits, in the test's synctest bubble, until every goroutine
+// woken by clk is asleep again: the renewal schedulers with no renewal in
+// flight, and the contenders between attempts.
+func settled(*clock.Fake, int) bool {
+	synctest.Wait()
+	return true
 }
 
-// waitSettled waits until settled(clk, waiters).
+// waitSettled is settled, for a test that need not know.
 func waitSettled(t *testing.T, clk *clock.Fake, waiters int) {
 	t.Helper()
-	eventually(t, "renewals asleep", func() bool { return settled(clk, waiters) })
+	settled(clk, waiters)
 }
 
 // advance moves clk forward in steps, letting the held slots renew at each

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/objlease/objlease/internal/safeguards"
@@ -174,7 +175,13 @@ type raceStats struct {
 // clock moves on and the lease goroutines renew.
 // A worker that gave its slot back restarts as a new process, which
 // remembers no tokens, with probability 1/restart.
-func race(t *testing.T, store providers.Store, workers, n, rounds, restart int) (*checker, *raceStats) {
+func race(t *testing.T, store providers.Store, workers, n, rounds, restart int) (chk *checker, stats *raceStats) {
+	synctest.Test(t, func(t *testing.T) { chk, stats = raceIn(t, store, workers, n, rounds, restart) })
+	return chk, stats
+}
+
+// raceIn is race, in a synctest bubble.
+func raceIn(t *testing.T, store providers.Store, workers, n, rounds, restart int) (*checker, *raceStats) {
 	ctx := context.Background()
 	clk := clock.NewFake(epoch)
 	chk := &checker{n: n}

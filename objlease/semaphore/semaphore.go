@@ -86,6 +86,7 @@ func (e *DrainError) Unwrap() error { return ErrDraining }
 // Semaphore is a counting lease of N slots under one prefix. It is safe for
 // concurrent use; each Acquire returns a different slot.
 type Semaphore struct {
+	sess   *objlease.Session
 	store  providers.Store
 	prefix string
 	opts   objlease.Options // effective options of slot 0 (defaults filled in)
@@ -105,17 +106,19 @@ type sizeDoc struct {
 	Slots  int `json:"slots"`
 }
 
-// New returns a semaphore of n slots under prefix in store. opts apply to
-// every slot: the same holder identity (defaulted once) and timings. If
-// opts.Rand is set, each slot draws from its own generator seeded from it.
-// New does no I/O; the size is checked on first use.
-func New(store providers.Store, prefix string, n int, opts objlease.Options) (*Semaphore, error) {
+// New returns a semaphore of n slots under prefix in the session's store,
+// whose slots are held through sess. opts apply to every slot: the same
+// holder identity (defaulted once) and timings; Clock must be nil (the
+// session's is used). If opts.Rand is set, each slot draws from its own
+// generator seeded from it. New does no I/O; the size is checked on first
+// use.
+func New(sess *objlease.Session, prefix string, n int, opts objlease.Options) (*Semaphore, error) {
 	for len(prefix) > 0 && prefix[len(prefix)-1] == '/' {
 		prefix = prefix[:len(prefix)-1]
 	}
 	switch {
-	case store == nil:
-		return nil, fmt.Errorf("%w: nil store", objlease.ErrInvalidOptions)
+	case sess == nil:
+		return nil, fmt.Errorf("%w: nil session", objlease.ErrInvalidOptions)
 	case prefix == "":
 		return nil, fmt.Errorf("%w: empty semaphore prefix", objlease.ErrInvalidOptions)
 	case n < 1 || n > MaxSlots:
@@ -127,7 +130,7 @@ func New(store providers.Store, prefix string, n int, opts objlease.Options) (*S
 	} else {
 		rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	s := &Semaphore{store: store, prefix: prefix, n: n, rnd: rnd}
+	s := &Semaphore{sess: sess, store: sess.Store(), prefix: prefix, n: n, rnd: rnd}
 	s.opts = opts
 	c0, err := s.newClient(0)
 	if err != nil {
@@ -136,7 +139,8 @@ func New(store providers.Store, prefix string, n int, opts objlease.Options) (*S
 	// Every slot writes the same holder identity, defaulted once.
 	s.opts = c0.Options()
 	s.opts.Rand = opts.Rand
-	s.clock = s.opts.Clock
+	s.opts.Clock = nil // the session's
+	s.clock = sess.Clock()
 	s.log = s.opts.Logger.With(slog.String("semaphore", prefix), slog.String("holder", s.opts.Holder))
 	s.clients = []*objlease.Client{c0}
 	return s, nil
@@ -149,7 +153,7 @@ func (s *Semaphore) newClient(i int) (*objlease.Client, error) {
 		// A Client uses its Rand under its own lock: never share one.
 		o.Rand = rand.New(rand.NewPCG(s.rnd.Uint64(), s.rnd.Uint64()))
 	}
-	return objlease.New(s.store, SlotKey(s.prefix, i), o)
+	return s.sess.Client(SlotKey(s.prefix, i), o)
 }
 
 // client returns slot i's client; s.mu must be held.

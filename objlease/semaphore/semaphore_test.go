@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -78,7 +79,9 @@ func TestSemaphore(t *testing.T) {
 	for name, mk := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			for _, sc := range scenarios {
-				t.Run(sc.name, func(t *testing.T) { sc.run(t, mk(t)) })
+				t.Run(sc.name, func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) { sc.run(t, mk(t)) })
+				})
 			}
 		})
 	}
@@ -340,11 +343,8 @@ func testRaceHasNWinners(t *testing.T, store providers.Store) {
 		var winners []*semaphore.Slot
 		start := make(chan struct{})
 		for i := range 10 {
-			s, err := semaphore.New(store, fmt.Sprintf("race-%d", round), 3, objlease.Options{
+			s := newSemOpts(t, store, fmt.Sprintf("race-%d", round), 3, objlease.Options{
 				TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: fmt.Sprint("racer-", i), Clock: clock.NewFake(epoch)})
-			if err != nil {
-				t.Fatal(err)
-			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -545,22 +545,31 @@ func testResize(t *testing.T, store providers.Store) {
 	}
 }
 
+func memSession(t *testing.T) *objlease.Session {
+	t.Helper()
+	s, err := objlease.NewSession(mem.New(), objlease.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestNewValidates(t *testing.T) {
 	for _, c := range []struct {
 		prefix string
 		n      int
 	}{{"", 3}, {"/", 3}, {"p", 0}, {"p", -1}, {"p", semaphore.MaxSlots + 1}} {
-		if _, err := semaphore.New(mem.New(), c.prefix, c.n, objlease.Options{}); !errors.Is(err, objlease.ErrInvalidOptions) {
+		if _, err := semaphore.New(memSession(t), c.prefix, c.n, objlease.Options{}); !errors.Is(err, objlease.ErrInvalidOptions) {
 			t.Errorf("New(%q, %d): %v, want ErrInvalidOptions", c.prefix, c.n, err)
 		}
 	}
 	if _, err := semaphore.New(nil, "p", 1, objlease.Options{}); !errors.Is(err, objlease.ErrInvalidOptions) {
-		t.Errorf("nil store: %v", err)
+		t.Errorf("nil session: %v", err)
 	}
-	if _, err := semaphore.New(mem.New(), "p", 1, objlease.Options{TTL: time.Second, RenewInterval: time.Second}); !errors.Is(err, objlease.ErrInvalidOptions) {
+	if _, err := semaphore.New(memSession(t), "p", 1, objlease.Options{TTL: time.Second, RenewInterval: time.Second}); !errors.Is(err, objlease.ErrInvalidOptions) {
 		t.Errorf("bad lease options: %v", err)
 	}
-	s, err := semaphore.New(mem.New(), "pools/x/", 2, objlease.Options{})
+	s, err := semaphore.New(memSession(t), "pools/x/", 2, objlease.Options{})
 	if err != nil || s.Prefix() != "pools/x" || s.Size() != 2 || s.Holder() == "" {
 		t.Fatalf("%v %v", s, err)
 	}
@@ -626,20 +635,22 @@ func TestRequestCosts(t *testing.T) {
 }
 
 func TestAcquireEndsWithContext(t *testing.T) {
-	store := mem.New()
-	clk := clock.NewFake(epoch)
-	sl := mustAcquire(t, newSem(t, store, 1, "a", clk))
-	defer sl.Release(context.Background())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := newSem(t, store, 1, "b", clk).Acquire(ctx)
-		done <- err
-	}()
-	waitSettled(t, clk, 1)
-	cancel()
-	err := <-done
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, objlease.ErrHeld) {
-		t.Fatalf("%v, want the context's cause and the last attempt's ErrHeld", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		store := mem.New()
+		clk := clock.NewFake(epoch)
+		sl := mustAcquire(t, newSem(t, store, 1, "a", clk))
+		defer sl.Release(context.Background())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := newSem(t, store, 1, "b", clk).Acquire(ctx)
+			done <- err
+		}()
+		waitSettled(t, clk, 1)
+		cancel()
+		err := <-done
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, objlease.ErrHeld) {
+			t.Fatalf("%v, want the context's cause and the last attempt's ErrHeld", err)
+		}
+	})
 }

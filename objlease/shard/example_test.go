@@ -17,8 +17,11 @@ func Example() {
 	store := mem.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan string, 4)
-	w, err := shard.New(shard.Config{
-		Store:   store,
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{})
+	if err != nil {
+		panic(err)
+	}
+	w, err := shard.New(sess, shard.Config{
 		Prefix:  "pipeline",
 		Member:  "worker-1",
 		Shards:  []string{"tenant-a", "tenant-b"},

@@ -92,7 +92,11 @@ func TestWorkerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &counting{Store: b}
-	w, err := shard.New(shard.Config{Store: store, Prefix: prefix, Member: name, Shards: benchShards(m),
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := shard.New(sess, shard.Config{Prefix: prefix, Member: name, Shards: benchShards(m),
 		Options: objlease.Options{TTL: benchTTL, PollInterval: round},
 		Work:    func(ctx context.Context, s *shard.Shard) { <-ctx.Done() }})
 	if err != nil {

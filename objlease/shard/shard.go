@@ -61,8 +61,6 @@ var errHandingOver = fmt.Errorf("%w: handing the shard over", objlease.ErrReleas
 
 // Config configures a Worker.
 type Config struct {
-	// Store holds the group's records.
-	Store providers.Store
 	// Prefix is the group's key prefix; records live under PREFIX/members/
 	// and PREFIX/shards/.
 	Prefix string
@@ -74,8 +72,9 @@ type Config struct {
 	// exist under PREFIX/shards/ (see Define), listed every round.
 	Shards []string
 	// Options set the timings of every lease (TTL, RenewInterval,
-	// PollInterval, DriftBound, StoreClock), the clock, logger and jitter
-	// source. Holder and Data are ignored. PollInterval is the round
+	// PollInterval, DriftBound, StoreClock), the logger and jitter source.
+	// Holder and Data are ignored; Clock must be nil (the session's is
+	// used). PollInterval is the round
 	// interval. Every worker of a group should use the same TTL.
 	Options objlease.Options
 	// Work runs in its own goroutine for each shard this worker comes to
@@ -96,6 +95,7 @@ func (s *Shard) Token() uint64 { return s.Lease.Token() }
 
 // Worker is one member of a group.
 type Worker struct {
+	sess   *objlease.Session
 	cfg    Config
 	log    *slog.Logger
 	opts   objlease.Options
@@ -148,11 +148,12 @@ func join(prefix, sub string) string {
 	return prefix + "/" + sub
 }
 
-// New validates cfg and returns a Worker; Run makes it join the group.
-func New(cfg Config) (*Worker, error) {
+// New validates cfg and returns a Worker whose leases are held through
+// sess, in the session's store; Run makes it join the group.
+func New(sess *objlease.Session, cfg Config) (*Worker, error) {
 	switch {
-	case cfg.Store == nil:
-		return nil, fmt.Errorf("%w: Store is nil", ErrInvalidConfig)
+	case sess == nil:
+		return nil, fmt.Errorf("%w: nil session", ErrInvalidConfig)
 	case cfg.Work == nil:
 		return nil, fmt.Errorf("%w: Work is nil", ErrInvalidConfig)
 	}
@@ -161,7 +162,7 @@ func New(cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("%w: empty shard id", ErrInvalidConfig)
 		}
 	}
-	w := &Worker{cfg: cfg, peers: map[string]*objlease.Client{}, shards: map[string]*watched{}, owned: map[string]*owned{}}
+	w := &Worker{sess: sess, cfg: cfg, peers: map[string]*objlease.Client{}, shards: map[string]*watched{}, owned: map[string]*owned{}}
 	w.opts = cfg.Options
 	w.seed = cfg.Options.Rand
 	if w.seed == nil {
@@ -183,7 +184,8 @@ func New(cfg Config) (*Worker, error) {
 	w.member = mc.Holder()
 	w.memberClient = mc
 	w.opts = mc.Options()
-	w.opts.Rand = nil // each client gets its own, from w.seed
+	w.opts.Rand = nil  // each client gets its own, from w.seed
+	w.opts.Clock = nil // the session's
 	w.log = w.opts.Logger.With(slog.String("group", cfg.Prefix), slog.String("member", w.member))
 	return w, nil
 }
@@ -195,7 +197,7 @@ func (w *Worker) client(key string) (*objlease.Client, error) {
 	w.rndMu.Lock()
 	o.Rand = rand.New(rand.NewPCG(w.seed.Uint64(), w.seed.Uint64()))
 	w.rndMu.Unlock()
-	return objlease.New(w.cfg.Store, key, o)
+	return w.sess.Client(key, o)
 }
 
 // Member returns this worker's name in the group.
@@ -439,12 +441,12 @@ func (w *Worker) list(ctx context.Context) (*listing, error) {
 		return nil
 	}
 	if w.cfg.Prefix == "" {
-		if err := providers.Walk(ctx, w.cfg.Store, mp, add); err != nil {
+		if err := providers.Walk(ctx, w.sess.Store(), mp, add); err != nil {
 			return nil, err
 		}
-		return l, providers.Walk(ctx, w.cfg.Store, sp, add)
+		return l, providers.Walk(ctx, w.sess.Store(), sp, add)
 	}
-	return l, providers.Walk(ctx, w.cfg.Store, join(w.cfg.Prefix, ""), add)
+	return l, providers.Walk(ctx, w.sess.Store(), join(w.cfg.Prefix, ""), add)
 }
 
 // liveMembers returns the members whose heartbeat is held and unexpired for
@@ -530,7 +532,7 @@ func (w *Worker) scan(ctx context.Context, ids []string, listed map[string]provi
 		sg := s.c.Observe(a)
 		st := sg.Status
 		if st == nil {
-			now := w.opts.Clock.Now()
+			now := w.sess.Clock().Now()
 			if !fresh && !s.readAt.IsZero() && now.Sub(s.readAt) < w.opts.TTL && sg.Unchanged < w.opts.TTL/2 &&
 				s.holder != "" && s.holder != w.member && slices.Contains(live, s.holder) {
 				holders[id] = s.holder // its owner's renewal

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/objlease/objlease/internal/schedstate"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/objlease/objlease/internal/safeguards"
@@ -215,10 +215,21 @@ func (g *group) options() objlease.Options {
 	return o
 }
 
+// newWorker returns a worker in a session of its own on store and
+// cfg.Options.Clock.
+func newWorker(store providers.Store, cfg shard.Config) (*shard.Worker, error) {
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: cfg.Options.Clock, Logger: cfg.Options.Logger})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Options.Clock = nil
+	return shard.New(sess, cfg)
+}
+
 func (g *group) join(name string) *node {
 	g.t.Helper()
 	ks := &killable{Store: g.store, clk: g.clk, sent: map[string]time.Time{}}
-	w, err := shard.New(shard.Config{Store: ks, Prefix: g.prefix, Member: name, Shards: g.ids, Options: g.options(), Work: g.chk.work(name)})
+	w, err := newWorker(ks, shard.Config{Prefix: g.prefix, Member: name, Shards: g.ids, Options: g.options(), Work: g.chk.work(name)})
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -297,13 +308,11 @@ func (g *group) step() {
 			running++
 		}
 	}
-	for deadline := time.Now().Add(50 * time.Millisecond); time.Now().Before(deadline); {
-		if timers, idle := schedstate.On(g.clk); idle && g.clk.Timers() >= timers+running {
-			break
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
+	synctest.Wait()
+	// Work that lingers after its context ended (checker.linger) sleeps
+	// on the bubble's time, which moves only while every goroutine sleeps.
 	time.Sleep(100 * time.Microsecond)
+	synctest.Wait()
 }
 
 // settle drives the group until the live nodes are balanced and have been
@@ -326,84 +335,88 @@ func names(n int) []string {
 }
 
 func TestJoinMovesOnlyWhatMustAndQuietMovesNothing(t *testing.T) {
-	g := newGroup(t, mem.New(), 12)
-	for _, n := range names(3) {
-		g.join(n)
-	}
-	g.settle(names(3)...)
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, mem.New(), 12)
+		for _, n := range names(3) {
+			g.join(n)
+		}
+		g.settle(names(3)...)
 
-	before := g.chk.count()
-	g.join("w4")
-	took := g.drive("4 workers balanced", func() bool { return g.balanced(names(4)...) })
-	t.Logf("after a join: balanced in %v of fake time", took)
-	g.quiet(10 * time.Second) // anything still under way lands
-	if moved := g.chk.startsSince(before); len(moved) != 3 {
-		t.Fatalf("N 3→4 with M=12 moved %d shards, want exactly 3: %v", len(moved), moved)
-	} else {
-		for _, s := range moved {
-			if s.member != "w4" {
-				t.Errorf("shard %s moved to %s, want only moves to the newcomer", s.shard, s.member)
+		before := g.chk.count()
+		g.join("w4")
+		took := g.drive("4 workers balanced", func() bool { return g.balanced(names(4)...) })
+		t.Logf("after a join: balanced in %v of fake time", took)
+		g.quiet(10 * time.Second) // anything still under way lands
+		if moved := g.chk.startsSince(before); len(moved) != 3 {
+			t.Fatalf("N 3→4 with M=12 moved %d shards, want exactly 3: %v", len(moved), moved)
+		} else {
+			for _, s := range moved {
+				if s.member != "w4" {
+					t.Errorf("shard %s moved to %s, want only moves to the newcomer", s.shard, s.member)
+				}
 			}
 		}
-	}
 
-	before = g.chk.count()
-	g.quiet(5 * time.Minute)
-	if moved := g.chk.startsSince(before); len(moved) != 0 {
-		t.Fatalf("a quiet balanced group moved %d shards in 5 minutes: %v", len(moved), moved)
-	}
-	if !g.balanced(names(4)...) {
-		t.Fatal("not balanced after the quiet period")
-	}
+		before = g.chk.count()
+		g.quiet(5 * time.Minute)
+		if moved := g.chk.startsSince(before); len(moved) != 0 {
+			t.Fatalf("a quiet balanced group moved %d shards in 5 minutes: %v", len(moved), moved)
+		}
+		if !g.balanced(names(4)...) {
+			t.Fatal("not balanced after the quiet period")
+		}
+	})
 }
 
 func TestDeadWorkerShardsTakenAfterTTLNotBefore(t *testing.T) {
-	g := newGroup(t, mem.New(), 12)
-	// A drift bound wide enough that taking over at the bare TTL, a round
-	// late, would still be early (the test fails with
-	// safeguards.DriftMargin off).
-	g.drift = 0.2
-	for _, n := range names(4) {
-		g.join(n)
-	}
-	g.settle(names(4)...)
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, mem.New(), 12)
+		// A drift bound wide enough that taking over at the bare TTL, a round
+		// late, would still be early (the test fails with
+		// safeguards.DriftMargin off).
+		g.drift = 0.2
+		for _, n := range names(4) {
+			g.join(n)
+		}
+		g.settle(names(4)...)
 
-	dead := g.nodes["w4"]
-	orphans := dead.w.Owned()
-	before := g.chk.count()
-	dead.store.dead.Store(true)
-	took := g.drive("3 survivors balanced", func() bool {
-		return g.balanced(names(3)...) && len(dead.w.Owned()) == 0
+		dead := g.nodes["w4"]
+		orphans := dead.w.Owned()
+		before := g.chk.count()
+		dead.store.dead.Store(true)
+		took := g.drive("3 survivors balanced", func() bool {
+			return g.balanced(names(3)...) && len(dead.w.Owned()) == 0
+		})
+		t.Logf("after a death: balanced in %v of fake time (TTL %v)", took, ttl)
+		g.quiet(10 * time.Second)
+		moved := g.chk.startsSince(before)
+		if len(moved) != len(orphans) || len(orphans) != 3 {
+			t.Fatalf("the dead worker owned %v; %d shards moved, want exactly those: %v", orphans, len(moved), moved)
+		}
+		wait := time.Duration(float64(ttl) * (1 + g.drift))
+		round := g.options().PollInterval
+		lastMember := dead.store.lastSent(shard.MemberKey(g.prefix, "w4"))
+		for _, s := range moved {
+			last := dead.store.lastSent(shard.ShardKey(g.prefix, s.shard))
+			if s.at.Before(last.Add(wait)) {
+				t.Errorf("shard %s taken by %s at %v, before TTL×(1+b) = %v after the dead owner's last write at %v",
+					s.shard, s.member, s.at.Sub(epoch), wait, last.Sub(epoch))
+			}
+			// The bound docs/sharing.md states: TTL × (1 + b) and two rounds
+			// after the dead owner's last write (of the shard or of its
+			// membership, which must expire too), although the survivors read
+			// a live owner's shards only about once per TTL.
+			lastWrite := last
+			if lastMember.After(lastWrite) {
+				lastWrite = lastMember
+			}
+			late := s.at.Sub(lastWrite.Add(wait))
+			t.Logf("shard %s taken by %s %v after TTL×(1+b) past the owner's last write", s.shard, s.member, late)
+			if late > 2*round {
+				t.Errorf("shard %s taken %v after TTL×(1+b) past its dead owner's last write, want within two rounds (%v)", s.shard, late, 2*round)
+			}
+		}
 	})
-	t.Logf("after a death: balanced in %v of fake time (TTL %v)", took, ttl)
-	g.quiet(10 * time.Second)
-	moved := g.chk.startsSince(before)
-	if len(moved) != len(orphans) || len(orphans) != 3 {
-		t.Fatalf("the dead worker owned %v; %d shards moved, want exactly those: %v", orphans, len(moved), moved)
-	}
-	wait := time.Duration(float64(ttl) * (1 + g.drift))
-	round := g.options().PollInterval
-	lastMember := dead.store.lastSent(shard.MemberKey(g.prefix, "w4"))
-	for _, s := range moved {
-		last := dead.store.lastSent(shard.ShardKey(g.prefix, s.shard))
-		if s.at.Before(last.Add(wait)) {
-			t.Errorf("shard %s taken by %s at %v, before TTL×(1+b) = %v after the dead owner's last write at %v",
-				s.shard, s.member, s.at.Sub(epoch), wait, last.Sub(epoch))
-		}
-		// The bound docs/sharing.md states: TTL × (1 + b) and two rounds
-		// after the dead owner's last write (of the shard or of its
-		// membership, which must expire too), although the survivors read
-		// a live owner's shards only about once per TTL.
-		lastWrite := last
-		if lastMember.After(lastWrite) {
-			lastWrite = lastMember
-		}
-		late := s.at.Sub(lastWrite.Add(wait))
-		t.Logf("shard %s taken by %s %v after TTL×(1+b) past the owner's last write", s.shard, s.member, late)
-		if late > 2*round {
-			t.Errorf("shard %s taken %v after TTL×(1+b) past its dead owner's last write, want within two rounds (%v)", s.shard, late, 2*round)
-		}
-	}
 }
 
 // TestSettledGroupRequestsPerRound counts the requests of a settled group:
@@ -411,83 +424,87 @@ func TestDeadWorkerShardsTakenAfterTTLNotBefore(t *testing.T) {
 // of it, a read of each shard owned by another live member about once per
 // TTL, and the renewals.
 func TestSettledGroupRequestsPerRound(t *testing.T) {
-	const n, m = 3, 12
-	g := newGroup(t, mem.New(), m)
-	for _, name := range names(n) {
-		g.join(name)
-	}
-	g.settle(names(n)...)
-	g.quiet(ttl) // rebalancing's extra reads are over
-	o := g.options()
-	const window = 30 * time.Second
-	type count struct{ reads, writes int64 }
-	before := map[string]count{}
-	for name, nd := range g.nodes {
-		before[name] = count{nd.store.reads.Load(), nd.store.writes.Load()}
-	}
-	g.quiet(window)
-	rounds := int64(window/o.PollInterval) + 1
-	renewals := int64(window/o.RenewInterval) + 1
-	refreshes := int64(window/ttl) + 1
-	for _, name := range names(n) {
-		nd := g.nodes[name]
-		reads := nd.store.reads.Load() - before[name].reads
-		writes := nd.store.writes.Load() - before[name].writes
-		owned := int64(len(nd.w.Owned()))
-		maxReads := rounds + (n-1)*renewals + (m-owned)*refreshes
-		maxWrites := (owned + 1) * renewals
-		t.Logf("%s (owns %d): %d reads, %d writes in %d rounds: %.1f reads per round (at most %.1f)",
-			name, owned, reads, writes, rounds-1, float64(reads)/float64(rounds-1), float64(maxReads)/float64(rounds-1))
-		if reads > maxReads {
-			t.Errorf("%s sent %d reads in %d rounds of a settled group, want at most %d: one listing per round, (N−1) member reads per renewal interval, (M−owned) shard reads per TTL",
-				name, reads, rounds-1, maxReads)
+	synctest.Test(t, func(t *testing.T) {
+		const n, m = 3, 12
+		g := newGroup(t, mem.New(), m)
+		for _, name := range names(n) {
+			g.join(name)
 		}
-		if writes > maxWrites {
-			t.Errorf("%s sent %d writes in %v, want at most %d: one renewal per held lease per renewal interval", name, writes, window, maxWrites)
+		g.settle(names(n)...)
+		g.quiet(ttl) // rebalancing's extra reads are over
+		o := g.options()
+		const window = 30 * time.Second
+		type count struct{ reads, writes int64 }
+		before := map[string]count{}
+		for name, nd := range g.nodes {
+			before[name] = count{nd.store.reads.Load(), nd.store.writes.Load()}
 		}
-	}
+		g.quiet(window)
+		rounds := int64(window/o.PollInterval) + 1
+		renewals := int64(window/o.RenewInterval) + 1
+		refreshes := int64(window/ttl) + 1
+		for _, name := range names(n) {
+			nd := g.nodes[name]
+			reads := nd.store.reads.Load() - before[name].reads
+			writes := nd.store.writes.Load() - before[name].writes
+			owned := int64(len(nd.w.Owned()))
+			maxReads := rounds + (n-1)*renewals + (m-owned)*refreshes
+			maxWrites := (owned + 1) * renewals
+			t.Logf("%s (owns %d): %d reads, %d writes in %d rounds: %.1f reads per round (at most %.1f)",
+				name, owned, reads, writes, rounds-1, float64(reads)/float64(rounds-1), float64(maxReads)/float64(rounds-1))
+			if reads > maxReads {
+				t.Errorf("%s sent %d reads in %d rounds of a settled group, want at most %d: one listing per round, (N−1) member reads per renewal interval, (M−owned) shard reads per TTL",
+					name, reads, rounds-1, maxReads)
+			}
+			if writes > maxWrites {
+				t.Errorf("%s sent %d writes in %v, want at most %d: one renewal per held lease per renewal interval", name, writes, window, maxWrites)
+			}
+		}
+	})
 }
 
 func TestGracefulLeaveReleasesAtOnce(t *testing.T) {
-	g := newGroup(t, mem.New(), 12)
-	g.chk.linger = 2 * time.Millisecond
-	for _, n := range names(4) {
-		g.join(n)
-	}
-	g.settle(names(4)...)
-	leaving := g.nodes["w4"]
-	handed := leaving.w.Owned()
-	before := g.chk.count()
-	leaving.cancel()
-	g.waitStopped(leaving)
-	if len(leaving.w.Owned()) != 0 {
-		t.Fatalf("still owns %v after Run returned", leaving.w.Owned())
-	}
-	for _, id := range handed {
-		c, err := objlease.New(g.store, shard.ShardKey(g.prefix, id), objlease.Options{Clock: g.clk})
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, mem.New(), 12)
+		g.chk.linger = 2 * time.Millisecond
+		for _, n := range names(4) {
+			g.join(n)
+		}
+		g.settle(names(4)...)
+		leaving := g.nodes["w4"]
+		handed := leaving.w.Owned()
+		before := g.chk.count()
+		leaving.cancel()
+		g.waitStopped(leaving)
+		if len(leaving.w.Owned()) != 0 {
+			t.Fatalf("still owns %v after Run returned", leaving.w.Owned())
+		}
+		for _, id := range handed {
+			c, err := objlease.New(g.store, shard.ShardKey(g.prefix, id), objlease.Options{Clock: g.clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, err := c.Inspect(context.Background()); err != nil || (st.Record.State == objlease.StateHeld && st.Record.Holder == "w4") {
+				t.Fatalf("shard %s after its owner left: %+v, %v; want released (or taken by another)", id, st.Record, err)
+			}
+		}
+		obs, err := objlease.New(g.store, shard.MemberKey(g.prefix, "w4"), objlease.Options{Clock: g.clk})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st, err := c.Inspect(context.Background()); err != nil || (st.Record.State == objlease.StateHeld && st.Record.Holder == "w4") {
-			t.Fatalf("shard %s after its owner left: %+v, %v; want released (or taken by another)", id, st.Record, err)
+		if st, err := obs.Inspect(context.Background()); err != nil || st.Record.State != objlease.StateReleased {
+			t.Fatalf("membership record after leaving: %+v, %v; want released", st, err)
 		}
-	}
-	obs, err := objlease.New(g.store, shard.MemberKey(g.prefix, "w4"), objlease.Options{Clock: g.clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := obs.Inspect(context.Background()); err != nil || st.Record.State != objlease.StateReleased {
-		t.Fatalf("membership record after leaving: %+v, %v; want released", st, err)
-	}
-	took := g.drive("3 workers balanced", func() bool { return g.balanced(names(3)...) })
-	if took >= ttl {
-		t.Fatalf("took %v to rebalance after a graceful leave; want well under the TTL %v", took, ttl)
-	}
-	t.Logf("after a graceful leave: balanced in %v of fake time", took)
-	g.quiet(10 * time.Second)
-	if moved := g.chk.startsSince(before); len(moved) != 3 {
-		t.Fatalf("N 4→3 with M=12 moved %d shards, want exactly 3: %v", len(moved), moved)
-	}
+		took := g.drive("3 workers balanced", func() bool { return g.balanced(names(3)...) })
+		if took >= ttl {
+			t.Fatalf("took %v to rebalance after a graceful leave; want well under the TTL %v", took, ttl)
+		}
+		t.Logf("after a graceful leave: balanced in %v of fake time", took)
+		g.quiet(10 * time.Second)
+		if moved := g.chk.startsSince(before); len(moved) != 3 {
+			t.Fatalf("N 4→3 with M=12 moved %d shards, want exactly 3: %v", len(moved), moved)
+		}
+	})
 }
 
 // TestWorkEndsBeforeNextOwnerStarts hands shards over while each Work
@@ -495,35 +512,31 @@ func TestGracefulLeaveReleasesAtOnce(t *testing.T) {
 // With the safeguard off (release first, then wait for Work) the checker
 // must see the overlap.
 func TestWorkEndsBeforeNextOwnerStarts(t *testing.T) {
-	run := func(t *testing.T) []string {
-		g := newGroup(t, mem.New(), 6)
-		g.chk.linger = 20 * time.Millisecond
-		g.join("w1")
-		g.drive("w1 owns all", func() bool { return g.balanced("w1") })
-		g.join("w2")
-		g.drive("balanced", func() bool { return g.balanced("w1", "w2") })
-		g.quiet(2 * time.Second)
-		return g.chk.overlaps()
-	}
-	if o := run(t); len(o) > 0 {
-		t.Fatalf("overlap with the safeguard on: %v", o)
-	}
-	t.Run("safeguard off", func(t *testing.T) {
-		safeguards.CallbackBeforeRelease.Store(false)
-		defer safeguards.CallbackBeforeRelease.Store(true)
-		// Work lingers for real time while the group moves in fake time, so
-		// one handover may slip through unseen on a busy machine: a few
-		// tries, of which one must show the overlap.
-		for try := 0; try < 5; try++ {
+	// handover runs one handover in a bubble of its own and returns the
+	// overlaps the checker saw.
+	handover := func(t *testing.T, expected bool) (overlaps []string) {
+		synctest.Test(t, func(t *testing.T) {
 			g := newGroup(t, mem.New(), 6)
-			g.overlapExpected = true
+			g.overlapExpected = expected
 			g.chk.linger = 20 * time.Millisecond
 			g.join("w1")
 			g.drive("w1 owns all", func() bool { return g.balanced("w1") })
 			g.join("w2")
 			g.drive("balanced", func() bool { return g.balanced("w1", "w2") })
 			g.quiet(2 * time.Second)
-			if len(g.chk.overlaps()) > 0 {
+			overlaps = g.chk.overlaps()
+		})
+		return overlaps
+	}
+	if o := handover(t, false); len(o) > 0 {
+		t.Fatalf("overlap with the safeguard on: %v", o)
+	}
+	t.Run("safeguard off", func(t *testing.T) {
+		safeguards.CallbackBeforeRelease.Store(false)
+		defer safeguards.CallbackBeforeRelease.Store(true)
+		// A few tries, of which one must show the overlap.
+		for try := 0; try < 5; try++ {
+			if len(handover(t, true)) > 0 {
 				return
 			}
 		}
@@ -534,77 +547,83 @@ func TestWorkEndsBeforeNextOwnerStarts(t *testing.T) {
 // TestUnevenJoinMovesOnlyWhatMust: M=10, N 3→4 goes from 4,3,3 to
 // 3,3,2,2, which takes exactly two moves.
 func TestUnevenJoinMovesOnlyWhatMust(t *testing.T) {
-	g := newGroup(t, mem.New(), 10)
-	for _, n := range names(3) {
-		g.join(n)
-	}
-	g.settle(names(3)...)
-	before := g.chk.count()
-	g.join("w4")
-	g.settle(names(4)...)
-	if moved := g.chk.startsSince(before); len(moved) != 2 {
-		t.Fatalf("N 3→4 with M=10 moved %d shards, want exactly 2: %v", len(moved), moved)
-	}
-	before = g.chk.count()
-	g.quiet(2 * time.Minute)
-	if moved := g.chk.startsSince(before); len(moved) != 0 {
-		t.Fatalf("a quiet balanced group moved %d shards: %v", len(moved), moved)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, mem.New(), 10)
+		for _, n := range names(3) {
+			g.join(n)
+		}
+		g.settle(names(3)...)
+		before := g.chk.count()
+		g.join("w4")
+		g.settle(names(4)...)
+		if moved := g.chk.startsSince(before); len(moved) != 2 {
+			t.Fatalf("N 3→4 with M=10 moved %d shards, want exactly 2: %v", len(moved), moved)
+		}
+		before = g.chk.count()
+		g.quiet(2 * time.Minute)
+		if moved := g.chk.startsSince(before); len(moved) != 0 {
+			t.Fatalf("a quiet balanced group moved %d shards: %v", len(moved), moved)
+		}
+	})
 }
 
 func TestLostRepliesKeepOneOwner(t *testing.T) {
-	f, err := faulty.New(mem.New(), faulty.Config{Seed: 7, Default: faulty.Rates{LostReply: 0.05, Unknown: 0.02}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGroup(t, f, 8)
-	for _, n := range names(3) {
-		g.join(n)
-	}
-	g.drive("3 workers balanced despite lost replies", func() bool { return g.balanced(names(3)...) })
-	g.join("w4")
-	g.drive("4 workers balanced despite lost replies", func() bool { return g.balanced(names(4)...) })
-	g.quiet(time.Minute)
-	// The cleanup fails the test if two owners' Work overlapped.
-}
-
-func TestSharedListedFromPrefix(t *testing.T) {
-	store := mem.New()
-	ctx := context.Background()
-	clk := clock.NewFake(epoch)
-	ids := []string{"2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"}
-	if err := shard.Define(ctx, store, "daily", objlease.Options{Clock: clk}, ids...); err != nil {
-		t.Fatal(err)
-	}
-	if err := shard.Define(ctx, store, "daily", objlease.Options{Clock: clk}, ids[0]); err != nil {
-		t.Fatal(err) // defining again leaves records alone
-	}
-	g := newGroup(t, store, 0)
-	g.clk, g.chk.clk, g.prefix, g.ids = clk, clk, "daily", ids
-	for _, name := range []string{"a", "b"} {
-		ks := &killable{Store: store, clk: clk, sent: map[string]time.Time{}}
-		w, err := shard.New(shard.Config{Store: ks, Prefix: "daily", Member: name, Options: g.options(), Work: g.chk.work(name)})
+	synctest.Test(t, func(t *testing.T) {
+		f, err := faulty.New(mem.New(), faulty.Config{Seed: 7, Default: faulty.Rates{LostReply: 0.05, Unknown: 0.02}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, cancel := context.WithCancel(ctx)
-		n := &node{w: w, store: ks, cancel: cancel, done: make(chan struct{})}
-		go func() { defer close(n.done); w.Run(c) }()
-		g.nodes[name] = n
-	}
-	g.drive("two workers share the listed shards", func() bool { return g.balanced("a", "b") })
-	v, err := shard.Describe(ctx, store, "daily")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Members) != 2 || len(v.Shards) != 4 {
-		t.Fatalf("Describe: %d members, %d shards; want 2 and 4", len(v.Members), len(v.Shards))
-	}
-	for _, e := range v.Shards {
-		if e.Record.State != objlease.StateHeld || e.Record.Token < 2 || (e.Record.Holder != "a" && e.Record.Holder != "b") {
-			t.Errorf("shard %s: %+v; want held by a or b with a token above Define's", e.Name, e.Record)
+		g := newGroup(t, f, 8)
+		for _, n := range names(3) {
+			g.join(n)
 		}
-	}
+		g.drive("3 workers balanced despite lost replies", func() bool { return g.balanced(names(3)...) })
+		g.join("w4")
+		g.drive("4 workers balanced despite lost replies", func() bool { return g.balanced(names(4)...) })
+		g.quiet(time.Minute)
+		// The cleanup fails the test if two owners' Work overlapped.
+	})
+}
+
+func TestSharedListedFromPrefix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := mem.New()
+		ctx := context.Background()
+		clk := clock.NewFake(epoch)
+		ids := []string{"2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"}
+		if err := shard.Define(ctx, store, "daily", objlease.Options{Clock: clk}, ids...); err != nil {
+			t.Fatal(err)
+		}
+		if err := shard.Define(ctx, store, "daily", objlease.Options{Clock: clk}, ids[0]); err != nil {
+			t.Fatal(err) // defining again leaves records alone
+		}
+		g := newGroup(t, store, 0)
+		g.clk, g.chk.clk, g.prefix, g.ids = clk, clk, "daily", ids
+		for _, name := range []string{"a", "b"} {
+			ks := &killable{Store: store, clk: clk, sent: map[string]time.Time{}}
+			w, err := newWorker(ks, shard.Config{Prefix: "daily", Member: name, Options: g.options(), Work: g.chk.work(name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, cancel := context.WithCancel(ctx)
+			n := &node{w: w, store: ks, cancel: cancel, done: make(chan struct{})}
+			go func() { defer close(n.done); w.Run(c) }()
+			g.nodes[name] = n
+		}
+		g.drive("two workers share the listed shards", func() bool { return g.balanced("a", "b") })
+		v, err := shard.Describe(ctx, store, "daily")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Members) != 2 || len(v.Shards) != 4 {
+			t.Fatalf("Describe: %d members, %d shards; want 2 and 4", len(v.Members), len(v.Shards))
+		}
+		for _, e := range v.Shards {
+			if e.Record.State != objlease.StateHeld || e.Record.Token < 2 || (e.Record.Holder != "a" && e.Record.Holder != "b") {
+				t.Errorf("shard %s: %+v; want held by a or b with a token above Define's", e.Name, e.Record)
+			}
+		}
+	})
 }
 
 func TestTarget(t *testing.T) {
@@ -628,10 +647,10 @@ func TestTarget(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	if _, err := shard.New(shard.Config{Work: func(context.Context, *shard.Shard) {}}); !errors.Is(err, shard.ErrInvalidConfig) {
-		t.Fatalf("nil store: %v", err)
+	if _, err := shard.New(nil, shard.Config{Work: func(context.Context, *shard.Shard) {}}); !errors.Is(err, shard.ErrInvalidConfig) {
+		t.Fatalf("nil session: %v", err)
 	}
-	if _, err := shard.New(shard.Config{Store: mem.New()}); !errors.Is(err, shard.ErrInvalidConfig) {
+	if _, err := newWorker(mem.New(), shard.Config{}); !errors.Is(err, shard.ErrInvalidConfig) {
 		t.Fatalf("nil Work: %v", err)
 	}
 }
@@ -641,43 +660,45 @@ func TestNewValidates(t *testing.T) {
 // shards only about once per TTL, is owned again within a renewal interval
 // (its owner's renewal finds the record changed) and a few rounds.
 func TestHandBrokenAndDeletedShardsRetaken(t *testing.T) {
-	g := newGroup(t, mem.New(), 12)
-	for _, n := range names(3) {
-		g.join(n)
-	}
-	g.settle(names(3)...)
-	ctx := context.Background()
-	broken, deleted := g.ids[0], g.ids[1]
-	c, err := objlease.New(g.store, shard.ShardKey(g.prefix, broken), objlease.Options{Clock: g.clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := c.Break(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := g.store.Stat(ctx, shard.ShardKey(g.prefix, deleted))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.store.Delete(ctx, a.Key, a.Version); err != nil {
-		t.Fatal(err)
-	}
-	before := g.chk.count()
-	held := func(id string, above uint64) bool {
-		for _, s := range g.chk.startsSince(before) {
-			if s.shard == id && s.token > above {
-				return true
-			}
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, mem.New(), 12)
+		for _, n := range names(3) {
+			g.join(n)
 		}
-		return false
-	}
-	o := g.options()
-	took := g.drive("both shards owned again", func() bool {
-		return held(broken, token) && held(deleted, 0) && g.balanced(names(3)...)
+		g.settle(names(3)...)
+		ctx := context.Background()
+		broken, deleted := g.ids[0], g.ids[1]
+		c, err := objlease.New(g.store, shard.ShardKey(g.prefix, broken), objlease.Options{Clock: g.clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, err := c.Break(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := g.store.Stat(ctx, shard.ShardKey(g.prefix, deleted))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.store.Delete(ctx, a.Key, a.Version); err != nil {
+			t.Fatal(err)
+		}
+		before := g.chk.count()
+		held := func(id string, above uint64) bool {
+			for _, s := range g.chk.startsSince(before) {
+				if s.shard == id && s.token > above {
+					return true
+				}
+			}
+			return false
+		}
+		o := g.options()
+		took := g.drive("both shards owned again", func() bool {
+			return held(broken, token) && held(deleted, 0) && g.balanced(names(3)...)
+		})
+		t.Logf("broken and deleted shards owned again after %v of fake time", took)
+		if bound := o.RenewInterval + 3*o.PollInterval; took > bound {
+			t.Fatalf("took %v to own a broken and a deleted shard again, want within a renewal interval and three rounds (%v)", took, bound)
+		}
 	})
-	t.Logf("broken and deleted shards owned again after %v of fake time", took)
-	if bound := o.RenewInterval + 3*o.PollInterval; took > bound {
-		t.Fatalf("took %v to own a broken and a deleted shard again, want within a renewal interval and three rounds (%v)", took, bound)
-	}
 }

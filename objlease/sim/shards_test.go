@@ -134,7 +134,12 @@ func (p *proc) work(wg *sync.WaitGroup) {
 			opts.StoreClock = &objlease.StoreClockRule{}
 		}
 		member := fmt.Sprintf("w%d", p.id)
-		wk, err := shard.New(shard.Config{Store: inc.store, Prefix: groupPrefix, Member: member, Shards: shardIDs(w.cfg.shards),
+		sess, err := objlease.NewSession(inc.store, objlease.SessionOptions{Clock: p.clock.lib})
+		if err != nil {
+			panic(err)
+		}
+		opts.Clock = nil
+		wk, err := shard.New(sess, shard.Config{Prefix: groupPrefix, Member: member, Shards: shardIDs(w.cfg.shards),
 			Options: opts, Work: func(ctx context.Context, s *shard.Shard) { p.shardWork(ctx, s, inc) }})
 		if err != nil {
 			panic(err)

@@ -1,0 +1,154 @@
+package objlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/providers"
+)
+
+// SessionOptions configure a Session. The zero value is usable: every zero
+// field takes its default.
+type SessionOptions struct {
+	// Clock is the time source of every client, lease and waiter of the
+	// session. Default clock.Real(); see Options.Clock for what a clock
+	// must do.
+	Clock clock.Clock
+	// Logger receives structured logs. It is the default Options.Logger of
+	// the session's clients. Default: discard.
+	Logger *slog.Logger
+}
+
+// A Session shares one store, one clock, one logger and one scheduler
+// among the clients made from it (see Session.Client), and through them
+// among the elections, semaphores and shard workers built on it: however
+// many leases a session holds or awaits, a few goroutines renew and watch
+// them all. The scheduler runs only while the session holds or awaits a
+// lease, so an idle session costs nothing and needs no Close; Close
+// releases what it holds.
+//
+// A Session is safe for concurrent use.
+type Session struct {
+	store providers.Store
+	clk   clock.Clock
+	log   *slog.Logger
+	done  chan struct{}
+
+	mu sync.Mutex
+	// sched renews, watches and retries for the session while it holds or
+	// awaits a lease; nil otherwise (see join).
+	sched   *scheduler
+	leases  map[*Lease]struct{}
+	waiters map[*waiter]struct{}
+	closed  bool
+}
+
+// NewSession returns a session on store. It sends no request.
+func NewSession(store providers.Store, opts SessionOptions) (*Session, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%w: nil store", ErrInvalidOptions)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Session{
+		store: store, clk: opts.Clock, log: opts.Logger, done: make(chan struct{}),
+		leases: map[*Lease]struct{}{}, waiters: map[*waiter]struct{}{},
+	}, nil
+}
+
+// Client returns a client for the lease at key in the session's store. It
+// validates opts. The session's clock is the client's: Options.Clock must
+// be nil. Options.Logger defaults to the session's logger.
+func (s *Session) Client(key string, opts Options) (*Client, error) {
+	if opts.Clock != nil {
+		return nil, fmt.Errorf("lease %q: %w: Options.Clock is set: a session's clients use the session's clock (SessionOptions.Clock)", key, ErrInvalidOptions)
+	}
+	if err := s.err(key); err != nil {
+		return nil, err
+	}
+	return s.client(key, opts)
+}
+
+func (s *Session) client(key string, opts Options) (*Client, error) {
+	opts.Clock = s.clk
+	if opts.Logger == nil {
+		opts.Logger = s.log
+	}
+	return newClient(s, key, opts)
+}
+
+// Store returns the session's store.
+func (s *Session) Store() providers.Store { return s.store }
+
+// Clock returns the session's clock.
+func (s *Session) Clock() clock.Clock { return s.clk }
+
+// Logger returns the session's logger.
+func (s *Session) Logger() *slog.Logger { return s.log }
+
+// Done returns a channel that is closed once Close has ended the session.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Close ends the session: it releases every lease the session holds (their
+// contexts end with ErrReleased), ends every AcquireFunc waiting in it
+// with ErrSessionClosed, and stops its scheduler. From then on its clients
+// refuse every request with ErrSessionClosed. A lease whose release fails,
+// or that ctx leaves no time to release, is still ended here (its context
+// ends with ErrLeaseLost and ErrSessionClosed) and expires on its own
+// after its TTL; Close returns those errors, joined. Closing a closed
+// session does nothing and returns nil. Close does not close the store.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	leases := make([]*Lease, 0, len(s.leases))
+	for l := range s.leases {
+		leases = append(leases, l)
+	}
+	waiters := make([]*waiter, 0, len(s.waiters))
+	for w := range s.waiters {
+		waiters = append(waiters, w)
+	}
+	s.mu.Unlock()
+
+	for _, w := range waiters {
+		w.end(errSessionClosed(w.c.key))
+	}
+	var errs []error
+	for _, l := range leases {
+		if err := l.Release(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		// Release ends the lease unless ctx ended first: end it anyway,
+		// so that nothing of the session is left running.
+		l.end(fmt.Errorf("%w: lease %q: %w before it could be released", ErrLeaseLost, l.c.key, ErrSessionClosed))
+	}
+	close(s.done)
+	s.log.Debug("session closed", slog.Int("leases", len(leases)), slog.Int("waiters", len(waiters)))
+	return errors.Join(errs...)
+}
+
+// err returns ErrSessionClosed, naming key, once the session is closed.
+func (s *Session) err(key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errSessionClosed(key)
+	}
+	return nil
+}
+
+func errSessionClosed(key string) error {
+	return fmt.Errorf("lease %q: %w", key, ErrSessionClosed)
+}

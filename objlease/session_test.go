@@ -1,0 +1,204 @@
+package objlease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/providers/mem"
+)
+
+// Close releases every lease of the session (the next holder takes over
+// at once, with a higher token), ends its waiters, stops its scheduler,
+// and leaves its clients refusing with ErrSessionClosed.
+func TestSessionCloseReleasesAndRefuses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewFake(epoch)
+		store := mem.New()
+		sess := newSession(t, store, clk)
+		before := runtime.NumGoroutine()
+		leases := holdMany(t, sess, 3)
+		waiter, err := sess.Client(leases[0].Key(), objlease.Options{TTL: 10 * time.Second, Holder: "waiter"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waited := make(chan error, 1)
+		waiter.AcquireFunc(context.Background(), func(l *objlease.Lease, err error) { waited <- err })
+		step(clk, 5*time.Second, nil)
+		select {
+		case <-sess.Done():
+			t.Fatal("Done closed before Close")
+		default:
+		}
+
+		if err := sess.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		<-sess.Done()
+		if err := <-waited; !errors.Is(err, objlease.ErrSessionClosed) {
+			t.Errorf("waiter ended with %v, want ErrSessionClosed", err)
+		}
+		for i, l := range leases {
+			if err := l.Err(); !errors.Is(err, objlease.ErrReleased) {
+				t.Errorf("lease %d: Err() = %v after Close, want ErrReleased", i, err)
+			}
+			other, err := objlease.New(store, l.Key(), objlease.Options{TTL: 10 * time.Second, Clock: clk, Holder: "next"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nl, err := other.TryAcquire(context.Background())
+			if err != nil {
+				t.Fatalf("lease %d not free after Close: %v", i, err)
+			}
+			if nl.Token() <= l.Token() {
+				t.Errorf("lease %d: next token %d, want above %d", i, nl.Token(), l.Token())
+			}
+			if err := nl.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if n := runtime.NumGoroutine(); n > before {
+			t.Errorf("%d goroutines after Close, %d before the session held anything: its scheduler still runs", n, before)
+		}
+
+		c, err := sess.Client("leases/new", objlease.Options{})
+		if !errors.Is(err, objlease.ErrSessionClosed) {
+			t.Errorf("Client after Close: %v, want ErrSessionClosed", err)
+		}
+		if c != nil {
+			t.Error("Client after Close returned a client")
+		}
+		if _, err := waiter.TryAcquire(context.Background()); !errors.Is(err, objlease.ErrSessionClosed) {
+			t.Errorf("TryAcquire after Close: %v, want ErrSessionClosed", err)
+		}
+		if _, err := waiter.Acquire(context.Background()); !errors.Is(err, objlease.ErrSessionClosed) {
+			t.Errorf("Acquire after Close: %v, want ErrSessionClosed", err)
+		}
+		if _, err := waiter.Inspect(context.Background()); !errors.Is(err, objlease.ErrSessionClosed) {
+			t.Errorf("Inspect after Close: %v, want ErrSessionClosed", err)
+		}
+		if _, err := waiter.Break(context.Background()); !errors.Is(err, objlease.ErrSessionClosed) {
+			t.Errorf("Break after Close: %v, want ErrSessionClosed", err)
+		}
+		late := make(chan error, 1)
+		waiter.AcquireFunc(context.Background(), func(_ *objlease.Lease, err error) { late <- err })
+		if err := <-late; !errors.Is(err, objlease.ErrSessionClosed) {
+			t.Errorf("AcquireFunc after Close: %v, want ErrSessionClosed", err)
+		}
+		if err := sess.Close(context.Background()); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	})
+}
+
+// A lease that Close cannot release still ends, so that nothing of the
+// session keeps running, and Close says why: here a Renew of the caller's
+// hangs in a store that stopped answering, and Close's context ends while
+// the release waits for it.
+func TestSessionCloseEndsLeaseItCannotRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewFake(epoch)
+		store := newWriteLog(mem.New(), clk)
+		sess := newSession(t, store, clk)
+		l := holdMany(t, sess, 1)[0]
+		store.stuck = func(string) bool { return true }
+		renewCtx, stopRenew := context.WithCancel(context.Background())
+		renewed := make(chan error, 1)
+		go func() { renewed <- l.Renew(renewCtx) }()
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := sess.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Close: %v, want the release's context.DeadlineExceeded", err)
+		}
+		if err := l.Err(); !errors.Is(err, objlease.ErrLeaseLost) || !errors.Is(err, objlease.ErrSessionClosed) {
+			t.Errorf("lease Err() = %v after Close could not release it, want ErrLeaseLost and ErrSessionClosed", err)
+		}
+		stopRenew()
+		<-renewed
+	})
+}
+
+// Clients of one session share its clock; a clock of their own would
+// measure expiry on another time line, so it is refused.
+func TestSessionClientRefusesOwnClock(t *testing.T) {
+	sess, err := objlease.NewSession(mem.New(), objlease.SessionOptions{Clock: clock.NewFake(epoch)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sess.Client("leases/a", objlease.Options{Clock: clock.NewFake(epoch)})
+	if !errors.Is(err, objlease.ErrInvalidOptions) {
+		t.Fatalf("Client with its own clock: %v, want ErrInvalidOptions", err)
+	}
+	if _, err := objlease.NewSession(nil, objlease.SessionOptions{}); !errors.Is(err, objlease.ErrInvalidOptions) {
+		t.Fatalf("NewSession(nil): %v, want ErrInvalidOptions", err)
+	}
+}
+
+// Two sessions on one store and clock share nothing: closing one leaves
+// the other's leases renewing.
+func TestSessionsAreIndependent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewFake(epoch)
+		store := mem.New()
+		a, b := newSession(t, store, clk), newSession(t, store, clk)
+		la := holdMany(t, a, 1)[0]
+		cb, err := b.Client("leases/b", objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := cb.TryAcquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		step(clk, 30*time.Second, nil)
+		if err := lb.Err(); err != nil {
+			t.Errorf("b's lease ended when a closed: %v", err)
+		}
+		if !errors.Is(la.Err(), objlease.ErrReleased) {
+			t.Errorf("a's lease: %v, want released", la.Err())
+		}
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func ExampleSession() {
+	ctx := context.Background()
+	store := mem.New() // or providers.Open(ctx, "s3://bucket/leases")
+
+	// One session renews every lease the process holds through it.
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{})
+	if err != nil {
+		panic(err)
+	}
+	for _, tenant := range []string{"acme", "globex"} {
+		c, err := sess.Client("leases/tenant-"+tenant, objlease.Options{TTL: 30 * time.Second, Holder: "worker-1"})
+		if err != nil {
+			panic(err)
+		}
+		lease, err := c.Acquire(ctx)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(tenant, "token", lease.Token())
+	}
+	// Closing the session releases both leases.
+	if err := sess.Close(ctx); err != nil {
+		panic(err)
+	}
+	// Output:
+	// acme token 1
+	// globex token 1
+}
