@@ -16,7 +16,7 @@
 // (Where the name would exceed 255 bytes, the part after the store's prefix
 // is a hash of the object's name instead.) Names whose path segments start
 // with ".objlease" are the store's own: they never appear in List, and keys
-// naming them are refused with driver.ErrInvalidKey.
+// naming them are refused with providers.ErrInvalidKey.
 //
 // A file with no valid sidecar, put there by another tool, is an object too:
 // its version is derived from its content and modification time, its
@@ -89,7 +89,7 @@
 //
 // Besides the portable errors of every store (ErrNotFound, ErrPrecondition,
 // ErrInvalidKey for keys the file system cannot hold), refusals of the file
-// system that last until someone changes it are driver.ErrPermission,
+// system that last until someone changes it are providers.ErrPermission,
 // naming the file, so that callers stop at once instead of waiting:
 //
 //	EACCES, EPERM (owner, mode, attributes)   ErrPermission: "permission denied: open /d/.objlease-lock.k"
@@ -99,7 +99,7 @@
 // commit point is ErrUnknownOutcome whatever the cause.
 //
 // As in any file system, a key cannot be both an object and a directory:
-// while "a/b" exists, creating "a" fails with driver.ErrInvalidKey, and
+// while "a/b" exists, creating "a" fails with providers.ErrInvalidKey, and
 // the other way round.
 //
 // Importing the package registers the URL scheme "file": file:///abs/dir/name
@@ -456,7 +456,7 @@ func refused(err *error) { *err = permanent(*err) }
 
 // permanent returns err, or, if the file system refused the operation in
 // a way that lasts until someone changes it, an error that says so with
-// driver.ErrPermission and names the file: EACCES and EPERM (the owner,
+// providers.ErrPermission and names the file: EACCES and EPERM (the owner,
 // mode or attributes of a directory or file; the user running the
 // process), and EROFS (a file system mounted read-only). Waiting does not
 // cure them, and callers stop at once. A write whose outcome is unknown

@@ -90,7 +90,7 @@
 //	no connection (refused, DNS, TLS): nothing
 //	was sent                                   ErrUnreachable
 //	5xx, transport error, timeout on a write   ErrUnknownOutcome
-//	anything else (a read's 5xx or transport   *driver.Error without a sentinel
+//	anything else (a read's 5xx or transport   *providers.Error without a sentinel
 //	error after the SDK's retries)
 //
 // Names GCS refuses (empty, over 1024 bytes, not UTF-8, with CR or LF, "."
@@ -98,7 +98,7 @@
 // accepts some of them, answers alike: the Bucket applies the portable rules
 // and the 1024-byte limit, CheckKey the rest.
 //
-// Every error is a *driver.Error naming the operation and key; the SDK's
+// Every error is a *providers.Error naming the operation and key; the SDK's
 // error (usually a *googleapi.Error) stays reachable with errors.As.
 //
 // Metadata keys come back lower-cased: GCS keeps the case it was given.

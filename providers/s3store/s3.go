@@ -85,7 +85,7 @@
 //	cancellation after sending, 5xx                                     ErrUnknownOutcome
 //
 // Anything else (a read's 5xx or transport error after the SDK's retries, 403
-// RequestTimeTooSkewed, ...) is a *driver.Error that wraps only the native
+// RequestTimeTooSkewed, ...) is a *providers.Error that wraps only the native
 // error. A write whose context is done before it is sent wraps the context's
 // error: nothing was sent. A HEAD reply has no body, so a 404 to Stat's HEAD
 // could be a missing bucket (or on versitygw an unknown access key): until
