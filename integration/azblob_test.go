@@ -98,9 +98,9 @@ func (a azTarget) store(t *testing.T, rt http.RoundTripper) *providers.Bucket {
 
 func TestAzblobConformance(t *testing.T) {
 	a := newAzTarget(t)
-	config := func(st providers.Store, prefix string) providertest.Config {
+	config := func(st *providers.Bucket, prefix string) providertest.Config {
 		return providertest.Config{
-			Store:         st,
+			Bucket:        st,
 			Prefix:        prefix,
 			MissingBucket: azurestore.New(a.client(t, randomName(), nil)),
 			As: &providertest.AsCheck{

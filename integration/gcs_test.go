@@ -65,7 +65,7 @@ func (g gcsTarget) url(key string) string {
 }
 
 // open opens key's store through the "gs" URL opener.
-func (g gcsTarget) open(t *testing.T, key string) (providers.Store, string) {
+func (g gcsTarget) open(t *testing.T, key string) (*providers.Bucket, string) {
 	t.Helper()
 	s, k, err := providers.Open(t.Context(), g.url(key))
 	if err != nil {
@@ -99,8 +99,8 @@ func (g gcsTarget) client(t *testing.T, rt http.RoundTripper) *storage.Client {
 	return c
 }
 
-func gcsConformanceConfig(t *testing.T, g gcsTarget, s providers.Store, sub string) providertest.Config {
-	cfg := providertest.Config{Store: s, Prefix: g.prefix + sub,
+func gcsConformanceConfig(t *testing.T, g gcsTarget, s *providers.Bucket, sub string) providertest.Config {
+	cfg := providertest.Config{Bucket: s, Prefix: g.prefix + sub,
 		MissingBucket: gcsstore.New(g.client(t, nil), randomName()),
 		As: &providertest.AsCheck{
 			Store: func(s providers.Store) error {

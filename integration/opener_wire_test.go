@@ -1,7 +1,8 @@
 package integration
 
-// Stores opened by URL count on the wire when the context asks them to
-// (providers.WithTransport): what the bench's request figures rest on.
+// Stores opened by URL count on the wire when their options ask them to
+// (providers.OpenOptions.Transport): what the bench's request figures
+// rest on.
 
 import (
 	"context"
@@ -37,17 +38,16 @@ func TestOpenedStoresCountOnTheWire(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := tc.url(t)
 			var wc *wirecount.Transport
-			ctx := providers.WithTransport(t.Context(), func(base http.RoundTripper) http.RoundTripper {
+			st, _, err := providers.OpenWith(t.Context(), raw, providers.OpenOptions{Transport: func(base http.RoundTripper) http.RoundTripper {
 				wc = wirecount.New(base)
 				return wc
-			})
-			st, _, err := providers.Open(ctx, raw)
+			}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer st.Close()
 			if wc == nil {
-				t.Fatal("the opener took no transport from the context")
+				t.Fatal("the opener did not call OpenOptions.Transport")
 			}
 			key := emulator.Prefix(t) + "k"
 			res, err := st.Create(wirecount.WithLabel(t.Context(), "create"), key, []byte("x"), nil)

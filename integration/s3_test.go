@@ -60,7 +60,7 @@ func (s s3Target) real() bool { return s.emu == nil }
 // open opens the target's bucket through the "s3" URL opener. For the
 // emulator it passes the endpoint in the URL and the credentials in the
 // environment, as a user would.
-func (s s3Target) open(t *testing.T) providers.Store {
+func (s s3Target) open(t *testing.T) *providers.Bucket {
 	t.Helper()
 	raw := s.rawURL
 	if !s.real() {
@@ -106,7 +106,7 @@ func (s s3Target) client(t *testing.T, mod func(*s3sdk.Options)) *s3sdk.Client {
 	return s3sdk.New(opts, mod)
 }
 
-// store returns an s3store.Store on the target's bucket whose requests pass
+// store returns an s3 store (a *providers.Bucket) on the target's bucket whose requests pass
 // through rt (nil: the default transport).
 func (s s3Target) store(t *testing.T, rt http.RoundTripper) *providers.Bucket {
 	t.Helper()
@@ -182,9 +182,9 @@ func mustReplaceS3(t *testing.T, st providers.Store, key string, data []byte, if
 
 func TestS3Conformance(t *testing.T) {
 	target := newS3Target(t)
-	config := func(st providers.Store, prefix string) providertest.Config {
+	config := func(st *providers.Bucket, prefix string) providertest.Config {
 		return providertest.Config{
-			Store:         st,
+			Bucket:        st,
 			Prefix:        target.prefix + prefix,
 			MissingBucket: s3store.New(target.client(t, nil), randomName()),
 			As: &providertest.AsCheck{

@@ -289,7 +289,7 @@ func TestBadInputMissingRoot(t *testing.T) {
 
 // conditionsUnsupported refuses every conditional write, as S3-compatible
 // servers without conditional writes do (501 NotImplemented).
-type conditionsUnsupported struct{ *mem.Store }
+type conditionsUnsupported struct{ *providers.Bucket }
 
 func (s conditionsUnsupported) refuse(op, key string) error {
 	return providers.Wrap(op, key, fmt.Errorf("%w: store does not implement conditional writes", errors.ErrUnsupported), errors.New("501 NotImplemented"))

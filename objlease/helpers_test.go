@@ -101,7 +101,7 @@ func newClient(t *testing.T, store providers.Store, holder string, clk *clock.Fa
 	return c
 }
 
-func newMem() (*mem.Store, *hookStore) {
+func newMem() (*providers.Bucket, *hookStore) {
 	m := mem.New()
 	return m, newHookStore(m)
 }

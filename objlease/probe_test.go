@@ -16,7 +16,7 @@ import (
 
 // ignoringStore accepts conditional writes and ignores their conditions, as
 // some S3-compatible servers do.
-type ignoringStore struct{ *mem.Store }
+type ignoringStore struct{ *providers.Bucket }
 
 func (s ignoringStore) current(ctx context.Context, key string) string {
 	if a, err := s.Stat(ctx, key); err == nil {
@@ -27,9 +27,9 @@ func (s ignoringStore) current(ctx context.Context, key string) string {
 
 func (s ignoringStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
 	if v := s.current(ctx, key); v != "" {
-		return s.Store.Replace(ctx, key, data, md, v)
+		return s.Bucket.Replace(ctx, key, data, md, v)
 	}
-	return s.Store.Create(ctx, key, data, md)
+	return s.Bucket.Create(ctx, key, data, md)
 }
 
 func (s ignoringStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, _ string) (providers.WriteResult, error) {
@@ -37,7 +37,7 @@ func (s ignoringStore) Replace(ctx context.Context, key string, data []byte, md 
 }
 
 func (s ignoringStore) Delete(ctx context.Context, key, _ string) error {
-	return s.Store.Delete(ctx, key, s.current(ctx, key))
+	return s.Bucket.Delete(ctx, key, s.current(ctx, key))
 }
 
 // safeReport checks what Probe reports about a correct store.
@@ -107,11 +107,12 @@ func TestProbeFileStore(t *testing.T) {
 // writes, with a window between, is right one request at a time and wrong
 // under concurrency; Probe must race it to find out.
 func TestProbeRacesNonAtomicStore(t *testing.T) {
-	inner := mem.New()
-	s, err := faulty.New(inner, faulty.Config{Seed: 1, CheckThenWrite: 2 * time.Millisecond})
+	inner := mem.NewDriver()
+	f, err := faulty.New(inner, faulty.Config{Seed: 1, CheckThenWrite: 2 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := providers.NewBucket(f)
 	r, err := objlease.Probe(context.Background(), s, "probe/")
 	if !errors.Is(err, objlease.ErrStoreUnsafe) {
 		t.Fatalf("non-atomic store: %v, want ErrStoreUnsafe", err)
@@ -147,7 +148,7 @@ func TestProbeRacesNonAtomicStore(t *testing.T) {
 // riggedStore answers the writes match picks with answer, after applying
 // them if apply is set.
 type riggedStore struct {
-	*mem.Store
+	*providers.Bucket
 	match  func(op, key string) bool
 	answer error
 	apply  bool
@@ -164,17 +165,17 @@ func (s riggedStore) write(op, key string, f func() error) error {
 }
 
 func (s riggedStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (res providers.WriteResult, err error) {
-	err = s.write("create", key, func() error { res, err = s.Store.Create(ctx, key, data, md); return err })
+	err = s.write("create", key, func() error { res, err = s.Bucket.Create(ctx, key, data, md); return err })
 	return res, err
 }
 
 func (s riggedStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (res providers.WriteResult, err error) {
-	err = s.write("replace", key, func() error { res, err = s.Store.Replace(ctx, key, data, md, v); return err })
+	err = s.write("replace", key, func() error { res, err = s.Bucket.Replace(ctx, key, data, md, v); return err })
 	return res, err
 }
 
 func (s riggedStore) Delete(ctx context.Context, key, v string) error {
-	return s.write("delete", key, func() error { return s.Store.Delete(ctx, key, v) })
+	return s.write("delete", key, func() error { return s.Bucket.Delete(ctx, key, v) })
 }
 
 // A race in which the store refuses every writer as conflicting proves
@@ -218,7 +219,7 @@ func TestProbeDeleteOfMissingSucceeds(t *testing.T) {
 // racyDeleteStore checks a conditional delete's version, then deletes
 // whatever is there a moment later, as versitygw 1.8.0 was seen to do
 // against a concurrent conditional replace.
-type racyDeleteStore struct{ *mem.Store }
+type racyDeleteStore struct{ *providers.Bucket }
 
 func (s racyDeleteStore) Delete(ctx context.Context, key, ifVersion string) error {
 	a, err := s.Stat(ctx, key)
@@ -232,7 +233,7 @@ func (s racyDeleteStore) Delete(ctx context.Context, key, ifVersion string) erro
 	if a, err = s.Stat(ctx, key); err != nil {
 		return err
 	}
-	return s.Store.Delete(ctx, key, a.Version)
+	return s.Bucket.Delete(ctx, key, a.Version)
 }
 
 // A conditional delete that is not atomic against a concurrent replace is a

@@ -7,15 +7,17 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/objlease/objlease/providers/driver"
 )
 
-// Bucket is the Store every provider's constructor returns: a Driver with
-// the work all stores share done once, here.
+// Bucket is the portable store every provider's constructor returns: a
+// driver.Driver with the work all stores share done once, here.
 //
 //   - Keys: refused with ErrInvalidKey before anything is sent if empty,
 //     starting with '/', not valid UTF-8, holding a control character,
 //     longer than Properties.MaxKeyBytes, or refused by the driver's
-//     KeyChecker.
+//     driver.KeyChecker.
 //   - Metadata names written must be lower-case ASCII letters, digits and
 //     '-', starting with a letter (ErrInvalidKey otherwise), and come back
 //     lower-cased from every store.
@@ -38,13 +40,16 @@ import (
 //
 // A Bucket is safe for concurrent use.
 type Bucket struct {
-	d Driver
+	d driver.Driver
 }
 
 var _ Store = (*Bucket)(nil)
 
-// NewBucket returns the Store over d.
-func NewBucket(d Driver) *Bucket { return &Bucket{d: d} }
+// NewBucket returns the portable Bucket over d. It is meant for provider
+// packages and for code that puts middleware (such as package faulty)
+// between a driver and its Bucket; programs get a Bucket from a provider's
+// constructor or from Open.
+func NewBucket(d driver.Driver) *Bucket { return &Bucket{d: d} }
 
 // Get reads an object. If it is larger than maxBytes it returns ErrTooLarge
 // without reading it whole (maxBytes <= 0: no bound).
@@ -219,7 +224,7 @@ func (b *Bucket) checkKey(key string) error {
 	if p := b.d.Properties(); p.MaxKeyBytes > 0 && len(key) > p.MaxKeyBytes {
 		return fmt.Errorf("key is %d bytes, %s allows %d", len(key), p.Name, p.MaxKeyBytes)
 	}
-	if kc, ok := b.d.(KeyChecker); ok {
+	if kc, ok := b.d.(driver.KeyChecker); ok {
 		return kc.CheckKey(key)
 	}
 	return nil
@@ -247,7 +252,7 @@ func wrap(op, key string, err error) error {
 		return pe
 	}
 	if msg := err.Error(); strings.ContainsAny(msg, "\r\n") {
-		err = Native(strings.Join(strings.Fields(msg), " "), err)
+		err = driver.Native(strings.Join(strings.Fields(msg), " "), err)
 	}
 	return &Error{Op: op, Key: key, Err: err}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -16,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 	"github.com/objlease/objlease/providers/mem"
 )
 
@@ -28,12 +27,12 @@ type spy struct {
 	body  string
 }
 
-func (d *spy) Read(_ context.Context, key string, _ int64) (*providers.Reader, error) {
+func (d *spy) Read(_ context.Context, key string, _ int64) (*driver.Reader, error) {
 	d.calls = append(d.calls, "read "+key)
 	if d.err != nil {
 		return nil, d.err
 	}
-	return &providers.Reader{
+	return &driver.Reader{
 		Attrs: providers.Attrs{Version: "v1", Size: d.size, Metadata: map[string]string{"Owner": "a", "X-Y": "b"}},
 		Body:  io.NopCloser(strings.NewReader(d.body)),
 	}, nil
@@ -180,26 +179,6 @@ func TestBucketReadBound(t *testing.T) {
 				t.Errorf("get: %v, want an error saying %q", err, tt.want)
 			}
 		})
-	}
-}
-
-func TestConnectFailed(t *testing.T) {
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
-	reset := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
-	for _, tt := range []struct {
-		err  error
-		want bool
-	}{
-		{&url.Error{Op: "Put", URL: "http://127.0.0.1:1/b/k", Err: refused}, true},
-		{&url.Error{Op: "Get", URL: "http://nohost.invalid/", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "nohost.invalid"}}}, true},
-		{&net.DNSError{Err: "no such host", Name: "x"}, true},
-		{&url.Error{Op: "Put", URL: "http://127.0.0.1:1/b/k", Err: reset}, false},
-		{context.DeadlineExceeded, false},
-		{io.ErrUnexpectedEOF, false},
-	} {
-		if got := providers.ConnectFailed(tt.err); got != tt.want {
-			t.Errorf("ConnectFailed(%v) = %v, want %v", tt.err, got, tt.want)
-		}
 	}
 }
 

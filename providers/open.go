@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -13,25 +14,50 @@ import (
 // ErrBadURL is returned by Open for a URL it cannot use.
 var ErrBadURL = errors.New("bad store URL")
 
-// Opener opens the store a URL names and returns it with the object key (or
-// key prefix) the URL points at. Providers register one per scheme; a
-// provider built on a Driver returns its *Bucket.
-type Opener func(ctx context.Context, u *url.URL) (store *Bucket, key string, err error)
+// OpenOptions configure how OpenWith builds a store's client. The zero
+// value is what Open uses.
+type OpenOptions struct {
+	// Transport, if set, makes the openers of HTTP stores (s3://, gs://,
+	// azblob://) send their requests through Transport(base), base being
+	// the transport they would use otherwise: a way to count or observe
+	// what goes on the wire (see package wirecount). Stores that send no
+	// HTTP requests (file://, mem://) ignore it.
+	Transport func(base http.RoundTripper) http.RoundTripper
+}
+
+// RoundTripper returns base as o.Transport wraps it, and whether there
+// was a wrapper; openers call it while building clients.
+func (o OpenOptions) RoundTripper(base http.RoundTripper) (http.RoundTripper, bool) {
+	if o.Transport == nil {
+		return base, false
+	}
+	return o.Transport(base), true
+}
+
+// Opener opens the store a URL names, as opts ask, and returns it with the
+// object key (or key prefix) the URL points at. Providers register one per
+// scheme.
+type Opener func(ctx context.Context, u *url.URL, opts OpenOptions) (store *Bucket, key string, err error)
 
 var (
 	openersMu sync.RWMutex
 	openers   = map[string]Opener{}
 )
 
-// Register makes a URL scheme available to Open. It panics if the scheme is
-// registered twice, as database/sql does for drivers.
-func Register(scheme string, open Opener) {
+// Register makes a URL scheme available to Open. It refuses a scheme that
+// is already registered, leaving the first opener in place. Providers call
+// it from init, where a refusal is a programming error they panic on.
+func Register(scheme string, open Opener) error {
+	if scheme == "" || open == nil {
+		return fmt.Errorf("providers: Register(%q): empty scheme or nil opener", scheme)
+	}
 	openersMu.Lock()
 	defer openersMu.Unlock()
 	if _, dup := openers[scheme]; dup {
-		panic("providers: Register called twice for scheme " + scheme)
+		return fmt.Errorf("providers: scheme %q is already registered", scheme)
 	}
 	openers[scheme] = open
+	return nil
 }
 
 // Schemes lists the registered URL schemes.
@@ -49,8 +75,13 @@ func Schemes() []string {
 // Open opens the store named by rawURL (for example file:///srv/leases/job,
 // s3://bucket/leases/job) and returns it with the key the URL points at. The
 // provider package for the scheme must be imported (providers/all imports
-// every one).
+// every one). It is OpenWith with the zero OpenOptions.
 func Open(ctx context.Context, rawURL string) (*Bucket, string, error) {
+	return OpenWith(ctx, rawURL, OpenOptions{})
+}
+
+// OpenWith is Open with explicit options for the store's client.
+func OpenWith(ctx context.Context, rawURL string, opts OpenOptions) (*Bucket, string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w %q: %v", ErrBadURL, rawURL, err)
@@ -64,7 +95,7 @@ func Open(ctx context.Context, rawURL string) (*Bucket, string, error) {
 	if !ok {
 		return nil, "", fmt.Errorf("%w %q: unknown scheme %q (want one of %s)", ErrBadURL, rawURL, u.Scheme, strings.Join(Schemes(), ", "))
 	}
-	s, key, err := open(ctx, u)
+	s, key, err := open(ctx, u, opts)
 	if err != nil {
 		return nil, "", err
 	}

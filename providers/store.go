@@ -1,117 +1,94 @@
-// Package providers defines the store contract: the few operations the lease
-// protocol needs from an object store, and the portable errors every store
-// maps its own failures onto.
+// Package providers is the portable face of objlease's object stores: the
+// Bucket every provider returns, the Store interface the lease code
+// consumes, the errors every store's failures map onto, and Open, which
+// opens a store by URL.
 //
 // A store holds objects under string keys. Every write is conditional: create
 // only if absent, replace or delete only if the object's version still
 // matches. Versions are opaque strings chosen by the store; the protocol only
 // compares them for equality.
 //
-// Callers use *Bucket, the one implementation of Store that does what every
-// store needs alike: key checks, refusing an empty version, checking the
-// context before anything is sent, naming the operation and key in errors,
-// lower-casing metadata keys, bounding reads and counting requests. Below it,
-// each provider package (file, mem, s3, gcs, azblob, faulty) implements the small
-// Driver interface, and every one passes the same conformance suite in
-// providertest.
+// The names say which is which:
+//
+//   - *Bucket is the portable type a program holds. It does what every
+//     store needs alike: key checks, refusing an empty version, checking
+//     the context before anything is sent, naming the operation and key in
+//     errors, lower-casing metadata keys, bounding reads and counting
+//     requests.
+//   - Store is the interface the lease code consumes; *Bucket implements it.
+//   - driver.Driver (package providers/driver) is the small interface a
+//     provider implements (file, mem, s3store, gcsstore, azurestore), and
+//     what middleware such as faulty wraps; NewBucket turns one into a
+//     Bucket. Every driver passes the same conformance suite in
+//     providertest.
 package providers
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
+
+	"github.com/objlease/objlease/providers/driver"
 )
 
-// Portable errors. Providers wrap their native errors so that errors.Is
-// recognises one of these; the native error stays reachable with errors.As.
+// Portable errors, the same values as package driver's: drivers return
+// them, and callers test for them here with errors.Is. The native error
+// stays reachable with errors.As.
 var (
 	// ErrNotFound: the object does not exist.
-	ErrNotFound = errors.New("object not found")
+	ErrNotFound = driver.ErrNotFound
 	// ErrPrecondition: a conditional write was refused because the object
 	// exists (create) or its version no longer matches (replace, delete), or
 	// it does not exist (replace, delete).
-	ErrPrecondition = errors.New("precondition failed")
-	// ErrConflict: the store refused the write because another write to the
-	// same object raced with it (S3 409 ConditionalRequestConflict). The
-	// outcome is known (nothing was written); re-read and retry.
-	ErrConflict = errors.New("conflicting concurrent write")
-	// ErrThrottled: the store asked the client to slow down (HTTP 429, 503
-	// SlowDown). Nothing was written.
-	ErrThrottled = errors.New("throttled by store")
-	// ErrUnknownOutcome: the request may or may not have been applied
-	// (timeout, connection reset, lost response). Re-read to find out.
-	ErrUnknownOutcome = errors.New("outcome of write unknown")
+	ErrPrecondition = driver.ErrPrecondition
+	// ErrConflict: another write to the same object raced with this one;
+	// nothing was written; re-read and retry.
+	ErrConflict = driver.ErrConflict
+	// ErrThrottled: the store asked the client to slow down. Nothing was
+	// written.
+	ErrThrottled = driver.ErrThrottled
+	// ErrUnknownOutcome: the request may or may not have been applied.
+	// Re-read to find out.
+	ErrUnknownOutcome = driver.ErrUnknownOutcome
 	// ErrTooLarge: the object is larger than the caller's read bound.
-	ErrTooLarge = errors.New("object larger than read bound")
+	ErrTooLarge = driver.ErrTooLarge
 	// ErrInvalidKey: the key, a metadata name or the bucket name is not
 	// acceptable to the store. Nothing was sent.
-	ErrInvalidKey = errors.New("invalid key")
-	// ErrInvalidBucket: the bucket (S3, GCS) or container (Azure) name is
-	// not one the store can have: refused by the provider's own check
-	// before any request (then with ErrBadURL, from Open), or by the store.
-	// It also matches ErrInvalidKey. Nothing was written.
-	ErrInvalidBucket error = &refinement{"invalid bucket name", ErrInvalidKey}
-	// ErrNoBucket: the bucket (S3, GCS) or container (Azure) does not exist.
-	// Nothing was written.
-	ErrNoBucket = errors.New("bucket does not exist")
-	// ErrPermission: the store refused the credentials (unknown key, wrong
-	// secret, expired token) or denied the request. Nothing was written.
-	ErrPermission = errors.New("permission denied")
-	// ErrUnreachable: no connection to the store could be made (connection
-	// refused, DNS failure, TLS handshake failure), so the request was never
-	// sent and a write was not applied. A request that was sent and whose
-	// reply was lost is ErrUnknownOutcome instead.
-	ErrUnreachable = errors.New("store unreachable")
+	ErrInvalidKey = driver.ErrInvalidKey
+	// ErrInvalidBucket: the bucket or container name is not one the store
+	// can have. It also matches ErrInvalidKey. Nothing was written.
+	ErrInvalidBucket = driver.ErrInvalidBucket
+	// ErrNoBucket: the bucket or container does not exist. Nothing was
+	// written.
+	ErrNoBucket = driver.ErrNoBucket
+	// ErrPermission: the store refused the credentials or denied the
+	// request. Nothing was written.
+	ErrPermission = driver.ErrPermission
+	// ErrUnreachable: no connection to the store could be made; the
+	// request was never sent.
+	ErrUnreachable = driver.ErrUnreachable
 	// ErrWrongEndpoint: something answered at the store's address, but not
-	// as the store's API does (a wrong URL path, or a server that is not the
-	// store). A write was not applied.
-	ErrWrongEndpoint = errors.New("endpoint does not serve the store's API")
+	// as the store's API does. A write was not applied.
+	ErrWrongEndpoint = driver.ErrWrongEndpoint
 )
 
-// refinement is a sentinel that also matches a broader one.
-type refinement struct {
-	msg   string
-	broad error
-}
-
-func (e *refinement) Error() string { return e.msg }
-func (e *refinement) Unwrap() error { return e.broad }
-
-// Error names the operation and the object a portable error is about.
-type Error struct {
-	Op  string // "get", "stat", "create", "replace", "delete", "list"
-	Key string
-	Err error // wraps one of the sentinels above and, where there is one, the native error
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("%s %q: %v", e.Op, e.Key, e.Err) }
-func (e *Error) Unwrap() error { return e.Err }
+// Types shared with drivers; see package driver for their fields.
+type (
+	// Error names the operation and the object a portable error is about.
+	Error = driver.Error
+	// Attrs describes one version of an object without its bytes.
+	Attrs = driver.Attrs
+	// WriteResult is what a successful conditional write reports.
+	WriteResult = driver.WriteResult
+	// ListPage is one page of a listing, in lexical key order.
+	ListPage = driver.ListPage
+	// Properties are declared facts about a store that the protocol must
+	// respect.
+	Properties = driver.Properties
+)
 
 // Wrap returns an *Error for op on key that matches sentinel with errors.Is
 // and keeps native reachable with errors.As. native may be nil.
 func Wrap(op, key string, sentinel, native error) error {
-	if native == nil {
-		return &Error{Op: op, Key: key, Err: sentinel}
-	}
-	return &Error{Op: op, Key: key, Err: fmt.Errorf("%w: %w", sentinel, native)}
-}
-
-// Attrs describes one version of an object without its bytes.
-type Attrs struct {
-	Key     string
-	Version string // opaque; changes on every successful write (see Properties.VersionsRepeat)
-	Size    int64
-	// Metadata round-trips what was written. Keys are lower-case ASCII
-	// (letters, digits, '-'); stores that canonicalise case hand them back
-	// lower-cased.
-	Metadata map[string]string
-	// LastModified is the store's own timestamp of the write that produced
-	// Version, at the store's granularity; zero if the store does not report it.
-	LastModified time.Time
-	// StoreTime is the store's clock when it answered (the HTTP Date header);
-	// zero if unknown.
-	StoreTime time.Time
+	return driver.Wrap(op, key, sentinel, native)
 }
 
 // Object is an object's attributes and bytes.
@@ -120,39 +97,12 @@ type Object struct {
 	Data []byte
 }
 
-// WriteResult is what a successful conditional write reports.
-type WriteResult struct {
-	Version      string
-	LastModified time.Time // zero if the store did not report it
-	StoreTime    time.Time // zero if unknown
-}
-
-// ListPage is one page of a listing, in lexical key order.
-type ListPage struct {
-	Objects   []Attrs // Metadata may be nil: listing need not fetch it
-	NextToken string  // empty when this is the last page
-}
-
-// Properties are declared facts about a store that the protocol must respect.
-type Properties struct {
-	// Name is a short name for messages ("s3", "gcs", "file", ...).
-	Name string
-	// VersionsRepeat: writing identical bytes again may yield a version equal
-	// to an earlier one (S3 ETags are the MD5 of the body). The lease record
-	// embeds a unique nonce so its versions never repeat; user objects are not
-	// so protected.
-	VersionsRepeat bool
-	// TimestampGranularity is the resolution of Attrs.LastModified.
-	TimestampGranularity time.Duration
-	// MinWriteInterval is the smallest sustained interval between writes to one
-	// object the store accepts without throttling (about 1 s on GCS).
-	MinWriteInterval time.Duration
-	// MaxKeyBytes is the longest key, in bytes, the store accepts; 0 means
-	// no limit of its own.
-	MaxKeyBytes int
-}
-
-// Store is the contract. Implementations must be safe for concurrent use.
+// Store is the store contract the lease code consumes (objlease.New,
+// fence, semaphore, shard, Probe). *Bucket is its implementation, and what
+// every provider returns; the interface exists so that a caller can put a
+// layer of its own between the lease code and a Bucket (to count, log or,
+// in tests, intercept calls). Implementations must be safe for concurrent
+// use. A new store is written as a driver.Driver, not as a Store.
 //
 // Keys are slash-separated paths without a leading slash. Every method
 // returns errors that match the sentinels above with errors.Is.

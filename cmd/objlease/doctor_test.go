@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,18 +16,27 @@ import (
 	"github.com/objlease/objlease/providers/mem"
 )
 
-// TestDoctorNonAtomicStore: doctor on a store whose conditional writes are
-// right one at a time and not atomic calls it unsafe, exits 1 and shows the
-// races that went wrong. The scheme is registered here, not in an init, so
-// that the objlease the scripts run does not know it.
-func TestDoctorNonAtomicStore(t *testing.T) {
-	providers.Register("nonatomic", func(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
-		s, err := faulty.New(mem.New(), faulty.Config{Seed: 1, CheckThenWrite: 2 * time.Millisecond})
+// registerNonAtomic registers the scheme "nonatomic": a memory store
+// whose conditional writes are right one at a time and not atomic. It is
+// registered by the test, not in an init, so that the objlease the scripts
+// run does not know it, and once, however often the test runs.
+var registerNonAtomic = sync.OnceValue(func() error {
+	return providers.Register("nonatomic", func(_ context.Context, u *url.URL, _ providers.OpenOptions) (*providers.Bucket, string, error) {
+		f, err := faulty.New(mem.NewDriver(), faulty.Config{Seed: 1, CheckThenWrite: 2 * time.Millisecond})
 		if err != nil {
 			return nil, "", err
 		}
-		return s.Bucket, strings.TrimPrefix(u.Path, "/"), nil
+		return providers.NewBucket(f), strings.TrimPrefix(u.Path, "/"), nil
 	})
+})
+
+// TestDoctorNonAtomicStore: doctor on a store whose conditional writes are
+// right one at a time and not atomic calls it unsafe, exits 1 and shows the
+// races that went wrong.
+func TestDoctorNonAtomicStore(t *testing.T) {
+	if err := registerNonAtomic(); err != nil {
+		t.Fatal(err)
+	}
 	run := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}

@@ -20,6 +20,7 @@ import (
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 	"github.com/objlease/objlease/providers/s3store"
 )
 
@@ -38,9 +39,9 @@ func TestDescribe(t *testing.T) {
 		{opErr("inspect", "gs://b/k", providers.Wrap("get", "k", providers.ErrInvalidKey, fmt.Errorf("bucket %q does not exist: %w", "b", sdk))),
 			`inspect gs://b/k: the store does not accept the key "k": bucket "b" does not exist`},
 		// A bucket name the store refuses is the bucket's fault, not the key's.
-		{opErr("inspect", "s3://bkt/lease", providers.Wrap("get", "lease", fmt.Errorf("%w %q", providers.ErrInvalidBucket, "bkt"), providers.Native("400 InvalidBucketName: The specified bucket is not valid.", sdk))),
+		{opErr("inspect", "s3://bkt/lease", providers.Wrap("get", "lease", fmt.Errorf("%w %q", providers.ErrInvalidBucket, "bkt"), driver.Native("400 InvalidBucketName: The specified bucket is not valid.", sdk))),
 			`inspect s3://bkt/lease: the store does not accept the bucket name "bkt": 400 InvalidBucketName: The specified bucket is not valid.`},
-		{opErr("inspect", "azblob://leases/k", providers.Wrap("get", "k", fmt.Errorf("%w %q", providers.ErrInvalidBucket, "leases"), providers.Native("400 InvalidResourceName", sdk))),
+		{opErr("inspect", "azblob://leases/k", providers.Wrap("get", "k", fmt.Errorf("%w %q", providers.ErrInvalidBucket, "leases"), driver.Native("400 InvalidResourceName", sdk))),
 			`inspect azblob://leases/k: the store does not accept the container name "leases": 400 InvalidResourceName`},
 		{opErr("acquire", "s3://b/k", fmt.Errorf("lease %q: %w", "k", providers.Wrap("replace", "k", providers.ErrThrottled, sdk))),
 			`acquire s3://b/k: lease "k": replace "k": throttled by store`},

@@ -106,13 +106,14 @@ func (c *cli) open(ctx context.Context, rawURL string, wantKey bool) (providers.
 	if err := inProcess(rawURL); err != nil {
 		return nil, "", err
 	}
-	return c.openAny(ctx, rawURL, wantKey)
+	return c.openAny(ctx, rawURL, wantKey, providers.OpenOptions{})
 }
 
-// openAny is open that also takes a mem:// URL, for bench, which keeps
-// every lease of a mem:// run inside its own process.
-func (c *cli) openAny(ctx context.Context, rawURL string, wantKey bool) (providers.Store, string, error) {
-	store, key, err := providers.Open(ctx, rawURL)
+// openAny is open that also takes a mem:// URL and options for the
+// store's client, for bench, which keeps every lease of a mem:// run
+// inside its own process and counts what goes on the wire.
+func (c *cli) openAny(ctx context.Context, rawURL string, wantKey bool, opts providers.OpenOptions) (providers.Store, string, error) {
+	store, key, err := providers.OpenWith(ctx, rawURL, opts)
 	if err != nil {
 		return nil, "", err
 	}

@@ -145,8 +145,8 @@ func (c *cli) benchEnv() bench.Env {
 		exe = os.Args[0]
 	}
 	return bench.Env{Stdout: c.stdout, Stderr: c.stderr, Log: c.log, Holder: []string{exe, benchHolderCmd},
-		Open: func(ctx context.Context, rawURL string) (providers.Store, string, error) {
-			return c.openAny(ctx, rawURL, false)
+		Open: func(ctx context.Context, rawURL string, opts providers.OpenOptions) (providers.Store, string, error) {
+			return c.openAny(ctx, rawURL, false, opts)
 		}}
 }
 

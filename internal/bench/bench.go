@@ -117,8 +117,9 @@ type benchReport struct {
 type Env struct {
 	Stdout, Stderr io.Writer
 	Log            *slog.Logger
-	// Open opens the store a URL names and returns its key prefix.
-	Open func(ctx context.Context, rawURL string) (providers.Store, string, error)
+	// Open opens the store a URL names, as opts ask, and returns its key
+	// prefix.
+	Open func(ctx context.Context, rawURL string, opts providers.OpenOptions) (providers.Store, string, error)
 	// Holder is the command line (program first), without flags and URL,
 	// that starts a process running Holder; the failover section kills it.
 	Holder []string

@@ -34,8 +34,8 @@ func TestMain(m *testing.M) {
 
 func testEnv(stdout, stderr *os.File) Env {
 	return Env{Stdout: stdout, Stderr: stderr, Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Holder: []string{os.Args[0], "_holder"}, Open: func(ctx context.Context, rawURL string) (providers.Store, string, error) {
-			return providers.Open(ctx, rawURL)
+		Holder: []string{os.Args[0], "_holder"}, Open: func(ctx context.Context, rawURL string, opts providers.OpenOptions) (providers.Store, string, error) {
+			return providers.OpenWith(ctx, rawURL, opts)
 		}}
 }
 

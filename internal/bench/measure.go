@@ -56,13 +56,12 @@ type countingStore struct {
 
 // openCounted opens rawURL with open, with wirecount under the SDK client
 // where the store has one, and returns the store counted.
-func openCounted(ctx context.Context, open func(context.Context, string) (providers.Store, string, error), rawURL string) (*countingStore, string, error) {
+func openCounted(ctx context.Context, open func(context.Context, string, providers.OpenOptions) (providers.Store, string, error), rawURL string) (*countingStore, string, error) {
 	var wire *wirecount.Transport
-	ctx = providers.WithTransport(ctx, func(base http.RoundTripper) http.RoundTripper {
+	store, prefix, err := open(ctx, rawURL, providers.OpenOptions{Transport: func(base http.RoundTripper) http.RoundTripper {
 		wire = wirecount.New(base)
 		return wire
-	})
-	store, prefix, err := open(ctx, rawURL)
+	}})
 	if err != nil {
 		return nil, "", err
 	}

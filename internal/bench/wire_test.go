@@ -43,8 +43,8 @@ func (w *wireStore) Create(ctx context.Context, key string, data []byte, md map[
 func TestCountsWireRequests(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer srv.Close()
-	open := func(ctx context.Context, rawURL string) (providers.Store, string, error) {
-		rt, ok := providers.Transport(ctx, http.DefaultTransport)
+	open := func(ctx context.Context, rawURL string, opts providers.OpenOptions) (providers.Store, string, error) {
+		rt, ok := opts.RoundTripper(http.DefaultTransport)
 		if !ok {
 			t.Error("the bench opened the store without a counting transport")
 		}
@@ -67,7 +67,7 @@ func TestCountsWireRequests(t *testing.T) {
 
 // A store without a wire (file, mem) counts its calls.
 func TestCountsCallsWithoutWire(t *testing.T) {
-	open := func(ctx context.Context, rawURL string) (providers.Store, string, error) {
+	open := func(ctx context.Context, rawURL string, _ providers.OpenOptions) (providers.Store, string, error) {
 		return mem.New(), "", nil
 	}
 	cs, _, err := openCounted(t.Context(), open, "mem://")

@@ -19,7 +19,7 @@ import (
 // metadata left out, so writing identical bytes again gives an earlier
 // version again. Conditions are checked against that version; the mem store
 // underneath keeps each check and write atomic.
-type md5Store struct{ m *mem.Store }
+type md5Store struct{ m *providers.Bucket }
 
 func newMD5Store() md5Store { return md5Store{mem.New()} }
 

@@ -16,7 +16,7 @@ import (
 func TestMem(t *testing.T) { fencetest.Run(t, fencetest.Config{Store: mem.New(), Prefix: "t/"}) }
 
 // repeatingStore declares S3's property: the scenarios must adapt to it.
-type repeatingStore struct{ *mem.Store }
+type repeatingStore struct{ *providers.Bucket }
 
 func (repeatingStore) Properties() providers.Properties {
 	return providers.Properties{Name: "repeating", VersionsRepeat: true}

@@ -17,6 +17,7 @@ import (
 	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/objlease/semaphore"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 	"github.com/objlease/objlease/providers/faulty"
 	"github.com/objlease/objlease/providers/mem"
 )
@@ -261,9 +262,9 @@ func raceIn(t *testing.T, store providers.Store, workers, n, rounds, restart int
 	return chk, stats
 }
 
-func faultyStore(t *testing.T, s providers.Store, seed uint64) providers.Store {
+func faultyStore(t *testing.T, d driver.Driver, seed uint64) providers.Store {
 	t.Helper()
-	f, err := faulty.New(s, faulty.Config{Seed: seed,
+	f, err := faulty.New(d, faulty.Config{Seed: seed,
 		Default: faulty.Rates{Precondition: 0.01, Conflict: 0.03, Throttled: 0.05, Unknown: 0.05, LostReply: 0.1},
 		// Reads never fail, so that no request waits on the fake clock
 		// inside a round.
@@ -271,7 +272,7 @@ func faultyStore(t *testing.T, s providers.Store, seed uint64) providers.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f
+	return providers.NewBucket(f)
 }
 
 // 24 contenders for 3 slots, holders cut off now and then: never more than
@@ -281,7 +282,7 @@ func TestManyContendersNeverExceedN(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var store providers.Store = mem.New()
 			if name == "faulty" {
-				store = faultyStore(t, store, 1)
+				store = faultyStore(t, mem.NewDriver(), 1)
 			}
 			chk, st := race(t, store, 24, 3, 400, 2)
 			for _, v := range chk.violations() {
@@ -292,7 +293,7 @@ func TestManyContendersNeverExceedN(t *testing.T) {
 			if chk.maxWork != 3 || st.acquired.Load() < 20 || st.cut.Load() == 0 || st.lost.Load() == 0 {
 				t.Fatal("the race did not exercise a full semaphore, cut-off holders and takeovers")
 			}
-			if f, ok := store.(*faulty.Store); ok {
+			if f := (*faulty.Driver)(nil); store.As(&f) {
 				t.Logf("faults injected: %v", f.Counts())
 			}
 		})
@@ -317,7 +318,7 @@ func TestManyContendersCheckerCatches(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			c.sw.Store(false)
 			defer c.sw.Store(true)
-			chk, _ := race(t, faultyStore(t, mem.New(), 1), c.workers, 3, 300, 1)
+			chk, _ := race(t, faultyStore(t, mem.NewDriver(), 1), c.workers, 3, 300, 1)
 			v := chk.violations()
 			if len(v) == 0 {
 				t.Fatalf("%s off: no violation found", c.name)

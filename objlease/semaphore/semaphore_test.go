@@ -25,7 +25,7 @@ import (
 // by reading back, with the same outcome as on a clean store.
 func stores(t *testing.T) map[string]func(t *testing.T) providers.Store {
 	var mu sync.Mutex
-	var lossy []*faulty.Store
+	var lossy []*faulty.Driver
 	t.Cleanup(func() {
 		var lost int64
 		for _, s := range lossy {
@@ -47,15 +47,15 @@ func stores(t *testing.T) map[string]func(t *testing.T) providers.Store {
 		},
 		"lossy": func(t *testing.T) providers.Store {
 			lost := faulty.Rates{LostReply: 0.5}
-			s, err := faulty.New(mem.New(), faulty.Config{Seed: seed(t.Name()), Ops: map[faulty.Op]faulty.Rates{
+			f, err := faulty.New(mem.NewDriver(), faulty.Config{Seed: seed(t.Name()), Ops: map[faulty.Op]faulty.Rates{
 				faulty.Create: lost, faulty.Replace: lost, faulty.Delete: lost}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			mu.Lock()
-			lossy = append(lossy, s)
+			lossy = append(lossy, f)
 			mu.Unlock()
-			return s
+			return providers.NewBucket(f)
 		},
 	}
 }

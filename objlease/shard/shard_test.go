@@ -569,11 +569,11 @@ func TestUnevenJoinMovesOnlyWhatMust(t *testing.T) {
 
 func TestLostRepliesKeepOneOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f, err := faulty.New(mem.New(), faulty.Config{Seed: 7, Default: faulty.Rates{LostReply: 0.05, Unknown: 0.02}})
+		f, err := faulty.New(mem.NewDriver(), faulty.Config{Seed: 7, Default: faulty.Rates{LostReply: 0.05, Unknown: 0.02}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := newGroup(t, f, 8)
+		g := newGroup(t, providers.NewBucket(f), 8)
 		for _, n := range names(3) {
 			g.join(n)
 		}

@@ -63,11 +63,11 @@ func TestBatchRewriteKeepsCommittedSet(t *testing.T) {
 // watcher, the only thing that would have cancelled the renewal.
 func TestReleaseHonoursContextDuringHungRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f, err := faulty.New(mem.New(), faulty.Config{Seed: 1, Ops: map[faulty.Op]faulty.Rates{faulty.Replace: {Stall: 1}}})
+		f, err := faulty.New(mem.NewDriver(), faulty.Config{Seed: 1, Ops: map[faulty.Op]faulty.Rates{faulty.Replace: {Stall: 1}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := objlease.New(f, "leases/job", objlease.Options{TTL: 30 * time.Second, Holder: "a"})
+		c, err := objlease.New(providers.NewBucket(f), "leases/job", objlease.Options{TTL: 30 * time.Second, Holder: "a"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,12 +100,12 @@ func TestReleaseHonoursContextDuringHungRenewal(t *testing.T) {
 // else wrote. A holder's writes are now serialised.
 func TestRenewConcurrentWithBackgroundRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f, err := faulty.New(mem.New(), faulty.Config{Seed: 1, Ops: map[faulty.Op]faulty.Rates{faulty.Replace: {Delay: 1}},
+		f, err := faulty.New(mem.NewDriver(), faulty.Config{Seed: 1, Ops: map[faulty.Op]faulty.Rates{faulty.Replace: {Delay: 1}},
 			MinDelay: time.Second, MaxDelay: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := objlease.New(f, "leases/job", objlease.Options{TTL: 30 * time.Second, Holder: "a"})
+		c, err := objlease.New(providers.NewBucket(f), "leases/job", objlease.Options{TTL: 30 * time.Second, Holder: "a"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func TestModelsConform(t *testing.T) {
 			m := newModel(kind, 1, &auditLog{})
 			m.throttle = false // the suite writes one object many times a second
 			absent := newModel(kind, 2, &auditLog{})
-			providertest.Run(t, providertest.Config{Store: m, Racers: 5, Rounds: 5, MissingBucket: absent, CreatesBuckets: true})
+			providertest.Run(t, providertest.Config{Bucket: providers.NewBucket(m), Racers: 5, Rounds: 5, MissingBucket: providers.NewBucket(absent), CreatesBuckets: true})
 		})
 	}
 	t.Run("file", func(t *testing.T) {
@@ -32,7 +32,7 @@ func TestModelsConform(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		providertest.Run(t, providertest.Config{Store: roots[0], Racers: 5, Rounds: 5, MissingBucket: absent[0], CreatesBuckets: true})
+		providertest.Run(t, providertest.Config{Bucket: providers.NewBucket(roots[0]), Racers: 5, Rounds: 5, MissingBucket: providers.NewBucket(absent[0]), CreatesBuckets: true})
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 	"github.com/objlease/objlease/providers/file"
 )
 
@@ -65,7 +66,7 @@ func (l *auditLog) record(ctx context.Context, op, key, version string, data []b
 	l.mu.Unlock()
 }
 
-// model is an in-memory store with the quirks of one real store.
+// model is an in-memory store driver with the quirks of one real store.
 type model struct {
 	kind  string
 	props providers.Properties
@@ -148,7 +149,9 @@ func (m *model) attrs(key string, o *mobject, md bool) providers.Attrs {
 	return a
 }
 
-func (m *model) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
+// Read reads an object whole; the Bucket over the model enforces the
+// caller's bound.
+func (m *model) Read(ctx context.Context, key string, _ int64) (*driver.Reader, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &providers.Error{Op: "get", Key: key, Err: err}
 	}
@@ -158,10 +161,7 @@ func (m *model) Get(ctx context.Context, key string, maxBytes int64) (*providers
 	if o == nil {
 		return nil, providers.Wrap("get", key, providers.ErrNotFound, nil)
 	}
-	if maxBytes > 0 && int64(len(o.data)) > maxBytes {
-		return nil, providers.Wrap("get", key, providers.ErrTooLarge, nil)
-	}
-	return &providers.Object{Attrs: m.attrs(key, o, true), Data: bytes.Clone(o.data)}, nil
+	return driver.NewBytesReader(m.attrs(key, o, true), bytes.Clone(o.data)), nil
 }
 
 func (m *model) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
@@ -295,18 +295,18 @@ func (m *model) Properties() providers.Properties { return m.props }
 func (m *model) As(any) bool                      { return false }
 func (m *model) Close() error                     { return nil }
 
-// auditStore records every write the store under it applied, when the
+// auditStore records every write the driver under it applied, when the
 // call returns. No simulated time passes between the real file store
 // committing a write and returning (only its clock, before the commit,
 // may take a while), and only one goroutine runs at an instant, so the
 // order of returns is the order of commits.
 type auditStore struct {
-	providers.Store
+	driver.Driver
 	log *auditLog
 }
 
 func (a *auditStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
-	res, err := a.Store.Create(ctx, key, data, md)
+	res, err := a.Driver.Create(ctx, key, data, md)
 	if err == nil {
 		a.log.record(ctx, "create", key, res.Version, data, md)
 	}
@@ -314,7 +314,7 @@ func (a *auditStore) Create(ctx context.Context, key string, data []byte, md map
 }
 
 func (a *auditStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
-	res, err := a.Store.Replace(ctx, key, data, md, v)
+	res, err := a.Driver.Replace(ctx, key, data, md, v)
 	if err == nil {
 		a.log.record(ctx, "replace", key, res.Version, data, md)
 	}
@@ -322,30 +322,30 @@ func (a *auditStore) Replace(ctx context.Context, key string, data []byte, md ma
 }
 
 func (a *auditStore) Delete(ctx context.Context, key, v string) error {
-	err := a.Store.Delete(ctx, key, v)
+	err := a.Driver.Delete(ctx, key, v)
 	if err == nil {
 		a.log.record(ctx, "delete", key, "", nil, nil)
 	}
 	return err
 }
 
-// subStore shows the keys under prefix of a store as its own keys: the
+// subStore shows the keys under prefix of a driver as its own keys: the
 // file store opened at D/ seen as if opened at D/x/.
 type subStore struct {
-	providers.Store
+	driver.Driver
 	prefix string
 }
 
-func (s *subStore) Get(ctx context.Context, key string, n int64) (*providers.Object, error) {
-	o, err := s.Store.Get(ctx, s.prefix+key, n)
-	if o != nil {
-		o.Key = key
+func (s *subStore) Read(ctx context.Context, key string, n int64) (*driver.Reader, error) {
+	r, err := s.Driver.Read(ctx, s.prefix+key, n)
+	if r != nil {
+		r.Key = key
 	}
-	return o, s.unwrap(err)
+	return r, s.unwrap(err)
 }
 
 func (s *subStore) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
-	a, err := s.Store.Stat(ctx, s.prefix+key)
+	a, err := s.Driver.Stat(ctx, s.prefix+key)
 	if a != nil {
 		a.Key = key
 	}
@@ -353,24 +353,24 @@ func (s *subStore) Stat(ctx context.Context, key string) (*providers.Attrs, erro
 }
 
 func (s *subStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
-	r, err := s.Store.Create(ctx, s.prefix+key, data, md)
+	r, err := s.Driver.Create(ctx, s.prefix+key, data, md)
 	return r, s.unwrap(err)
 }
 
 func (s *subStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
-	r, err := s.Store.Replace(ctx, s.prefix+key, data, md, v)
+	r, err := s.Driver.Replace(ctx, s.prefix+key, data, md, v)
 	return r, s.unwrap(err)
 }
 
 func (s *subStore) Delete(ctx context.Context, key, v string) error {
-	return s.unwrap(s.Store.Delete(ctx, s.prefix+key, v))
+	return s.unwrap(s.Driver.Delete(ctx, s.prefix+key, v))
 }
 
 func (s *subStore) List(ctx context.Context, prefix, token string, n int) (providers.ListPage, error) {
 	if token != "" {
 		token = s.prefix + token
 	}
-	p, err := s.Store.List(ctx, s.prefix+prefix, token, n)
+	p, err := s.Driver.List(ctx, s.prefix+prefix, token, n)
 	for i := range p.Objects {
 		p.Objects[i].Key = strings.TrimPrefix(p.Objects[i].Key, s.prefix)
 	}
@@ -432,7 +432,7 @@ func offsetAt(steps []wallStep, r time.Duration) time.Duration {
 // that steps, where the store reports them at all: the store reads the
 // machine's clock (time.Now) and has no other time source.
 type steppedFile struct {
-	providers.Store
+	driver.Driver
 	wall  *wallClock
 	mu    *sync.Mutex
 	stamp map[string]time.Time // by version: the wall clock when it was written
@@ -465,16 +465,16 @@ func (s *steppedFile) result(r providers.WriteResult) providers.WriteResult {
 	return r
 }
 
-func (s *steppedFile) Get(ctx context.Context, key string, n int64) (*providers.Object, error) {
-	o, err := s.Store.Get(ctx, key, n)
-	if o != nil {
-		s.attrs(&o.Attrs)
+func (s *steppedFile) Read(ctx context.Context, key string, n int64) (*driver.Reader, error) {
+	r, err := s.Driver.Read(ctx, key, n)
+	if r != nil {
+		s.attrs(&r.Attrs)
 	}
-	return o, err
+	return r, err
 }
 
 func (s *steppedFile) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
-	a, err := s.Store.Stat(ctx, key)
+	a, err := s.Driver.Stat(ctx, key)
 	if a != nil {
 		s.attrs(a)
 	}
@@ -482,7 +482,7 @@ func (s *steppedFile) Stat(ctx context.Context, key string) (*providers.Attrs, e
 }
 
 func (s *steppedFile) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
-	r, err := s.Store.Create(ctx, key, data, md)
+	r, err := s.Driver.Create(ctx, key, data, md)
 	if err == nil {
 		r = s.result(r)
 	}
@@ -490,7 +490,7 @@ func (s *steppedFile) Create(ctx context.Context, key string, data []byte, md ma
 }
 
 func (s *steppedFile) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
-	r, err := s.Store.Replace(ctx, key, data, md, v)
+	r, err := s.Driver.Replace(ctx, key, data, md, v)
 	if err == nil {
 		r = s.result(r)
 	}
@@ -504,7 +504,7 @@ func (s *steppedFile) Replace(ctx context.Context, key string, data []byte, md m
 // clock, and reading it now and then takes a while (as a write's fsync
 // does), so that another write can come between the check and the commit
 // of one: the store's lock must keep it out.
-func fileRoots(dir string, wall *wallClock, log *auditLog, rnd *rand.Rand) (roots []providers.Store, err error) {
+func fileRoots(dir string, wall *wallClock, log *auditLog, rnd *rand.Rand) (roots []driver.Driver, err error) {
 	var mu sync.Mutex
 	slow := func() time.Time {
 		mu.Lock()
@@ -521,21 +521,21 @@ func fileRoots(dir string, wall *wallClock, log *auditLog, rnd *rand.Rand) (root
 		time.Sleep(d)
 		return wall.Now()
 	}
-	outer, err := file.New(dir, file.WithClock(slow))
+	outer, err := file.NewDriver(dir, file.WithClock(slow))
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir+"/x", 0o755); err != nil {
 		return nil, err
 	}
-	inner, err := file.New(dir+"/x", file.WithClock(slow))
+	inner, err := file.NewDriver(dir+"/x", file.WithClock(slow))
 	if err != nil {
 		return nil, err
 	}
 	var smu sync.Mutex
 	stamp := map[string]time.Time{}
-	for _, s := range []providers.Store{&subStore{Store: outer, prefix: "x/"}, inner} {
-		roots = append(roots, &steppedFile{Store: &auditStore{Store: s, log: log}, wall: wall, mu: &smu, stamp: stamp})
+	for _, d := range []driver.Driver{&subStore{Driver: outer, prefix: "x/"}, inner} {
+		roots = append(roots, &steppedFile{Driver: &auditStore{Driver: d, log: log}, wall: wall, mu: &smu, stamp: stamp})
 	}
 	return roots, nil
 }

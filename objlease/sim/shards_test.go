@@ -22,6 +22,7 @@ import (
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/objlease/shard"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 	"github.com/objlease/objlease/providers/faulty"
 )
 
@@ -84,7 +85,7 @@ func (w *world) addGroup(dir string) error {
 	cfg := w.cfg
 	r := rand.New(rand.NewPCG(cfg.seed, 0x9a0b))
 	w.gaudit = &auditLog{}
-	var roots []providers.Store
+	var roots []driver.Driver
 	if cfg.model == "file" {
 		dir = filepath.Join(dir, "group")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -96,9 +97,9 @@ func (w *world) addGroup(dir string) error {
 			return err
 		}
 	} else {
-		roots = []providers.Store{newModel(cfg.model, r.Uint64(), w.gaudit)}
+		roots = []driver.Driver{newModel(cfg.model, r.Uint64(), w.gaudit)}
 	}
-	w.gstore = roots[len(roots)-1]
+	w.gstore = providers.NewBucket(roots[len(roots)-1])
 	for i := range cfg.workers {
 		p := &proc{w: w, id: i, worker: true,
 			rnd:     rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
@@ -127,7 +128,7 @@ func (p *proc) work(wg *sync.WaitGroup) {
 	p.sleep(time.Duration(p.rnd.Int64N(int64(time.Second))))
 	for n := 0; w.now() < w.cfg.duration; n++ {
 		inc := &incarnation{n: n}
-		inc.store = &gateStore{Store: p.faults[0], raw: p.root, p: p, calm: &w.calm, dead: &inc.dead}
+		inc.store = &gateStore{Store: providers.NewBucket(p.faults[0]), raw: providers.NewBucket(p.root), p: p, calm: &w.calm, dead: &inc.dead}
 		opts := objlease.Options{TTL: w.cfg.ttl, DriftBound: w.cfg.drift, Clock: p.clock.lib,
 			Rand: rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))}
 		if w.cfg.storeClock {
@@ -323,7 +324,7 @@ func checkShardWrites(writes []applied, start time.Time) []violation {
 // newFaults wraps root in a process's two fault injectors: the inner one
 // refuses, loses replies, stalls and now and then holds a request for
 // long; the outer one adds the everyday latency of a network.
-func newFaults(cfg config, root providers.Store, r *rand.Rand) ([]*faulty.Store, error) {
+func newFaults(cfg config, root driver.Driver, r *rand.Rand) ([]*faulty.Driver, error) {
 	f := cfg.faults
 	write := faulty.Rates{Precondition: 0.002 * f, Conflict: 0.01 * f, Throttled: 0.01 * f, Unknown: 0.01 * f, LostReply: 0.02 * f, Stall: 0.002 * f, Delay: 0.01 * f}
 	read := faulty.Rates{Throttled: 0.01 * f, Unknown: 0.01 * f, Stall: 0.002 * f, Delay: 0.01 * f}
@@ -338,7 +339,7 @@ func newFaults(cfg config, root providers.Store, r *rand.Rand) ([]*faulty.Store,
 	if err != nil {
 		return nil, err
 	}
-	return []*faulty.Store{outer, inner}, nil
+	return []*faulty.Driver{outer, inner}, nil
 }
 
 // shardRow is the shape of the safeguard table's shard rows: the group,

@@ -15,6 +15,7 @@ import (
 	"github.com/objlease/objlease/objlease/election"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 	"github.com/objlease/objlease/providers/faulty"
 )
 
@@ -224,9 +225,9 @@ type proc struct {
 	gateRnd *rand.Rand // pauses started at requests, from any of its goroutines
 	clock   *driftClock
 	store   *gateStore
-	faults  []*faulty.Store
-	root    providers.Store // the store under the faults
-	worker  bool            // of the shard group
+	faults  []*faulty.Driver
+	root    driver.Driver // the store under the faults
+	worker  bool          // of the shard group
 	clients []*objlease.Client
 	byName  []*objlease.Client // the same holder, as the CLI's release command is
 	opts    []objlease.Options // of clients, for a restart
@@ -851,7 +852,7 @@ func newWorld(cfg config, dir string) (*world, error) {
 	w := &world{cfg: cfg, start: time.Now(), nkeys: cfg.leases + 1, ops: map[string]int64{}, audit: &auditLog{}}
 	w.reg = make([][]regOp, w.nkeys)
 	r := rand.New(rand.NewPCG(cfg.seed, 0x5eed))
-	var roots []providers.Store
+	var roots []driver.Driver
 	if cfg.model == "file" {
 		wall := newWallClock(rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), w.start, 3*cfg.ttl)
 		var err error
@@ -859,9 +860,9 @@ func newWorld(cfg config, dir string) (*world, error) {
 			return nil, err
 		}
 	} else {
-		roots = []providers.Store{newModel(cfg.model, r.Uint64(), w.audit)}
+		roots = []driver.Driver{newModel(cfg.model, r.Uint64(), w.audit)}
 	}
-	w.store = roots[len(roots)-1]
+	w.store = providers.NewBucket(roots[len(roots)-1])
 	var shared []uint64 // Options.Rand seeds of the previous process, for sharedRand
 	for i := range cfg.clients {
 		p := &proc{w: w, id: i,
@@ -877,7 +878,7 @@ func newWorld(cfg config, dir string) (*world, error) {
 			return nil, err
 		}
 		p.root = root
-		p.store = &gateStore{Store: p.faults[0], raw: root, p: p, calm: &w.calm}
+		p.store = &gateStore{Store: providers.NewBucket(p.faults[0]), raw: providers.NewBucket(root), p: p, calm: &w.calm}
 		seeds := make([]uint64, 2*w.nkeys)
 		for j := range seeds {
 			seeds[j] = r.Uint64()

@@ -17,27 +17,31 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 )
 
-// Store is the providers.Driver for one Azure Blob Storage container; New
+// store is the driver.Driver for one Azure Blob Storage container; New
 // puts it under a *providers.Bucket.
-type Store struct {
+type store struct {
 	client    *container.Client
 	container string // for messages
 }
 
-var _ providers.Driver = (*Store)(nil)
+var _ driver.Driver = (*store)(nil)
 
 // New returns the store that keeps its objects in the container client
 // points at. The caller owns the client's credentials, transport and retry
 // policy (writes disable retries per call; see the package documentation).
 func New(client *container.Client) *providers.Bucket {
-	return providers.NewBucket(NewDriver(client))
+	return providers.NewBucket(newStore(client))
 }
 
-// NewDriver returns the driver New wraps.
-func NewDriver(client *container.Client) *Store {
-	return &Store{client: client, container: containerName(client.URL())}
+// NewDriver returns the driver New wraps, for a caller that puts its own
+// layer (such as package faulty) between it and providers.NewBucket.
+func NewDriver(client *container.Client) driver.Driver { return newStore(client) }
+
+func newStore(client *container.Client) *store {
+	return &store{client: client, container: containerName(client.URL())}
 }
 
 // containerName is the last path segment of a container URL.
@@ -56,7 +60,7 @@ func noRetry(ctx context.Context) context.Context {
 }
 
 // Read reads a blob's bytes, attributes and metadata in one request.
-func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reader, error) {
+func (s *store) Read(ctx context.Context, key string, _ int64) (*driver.Reader, error) {
 	resp, err := s.client.NewBlobClient(key).DownloadStream(ctx, nil)
 	if err != nil {
 		return nil, s.mapError("get", key, err)
@@ -65,8 +69,8 @@ func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reade
 	if resp.ContentLength != nil {
 		size = *resp.ContentLength
 	}
-	return &providers.Reader{
-		Attrs: providers.Attrs{
+	return &driver.Reader{
+		Attrs: driver.Attrs{
 			Key:          key,
 			Version:      etag(resp.ETag),
 			Size:         size,
@@ -79,12 +83,12 @@ func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reade
 }
 
 // Stat reads a blob's attributes and metadata.
-func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
+func (s *store) Stat(ctx context.Context, key string) (*driver.Attrs, error) {
 	resp, err := s.client.NewBlobClient(key).GetProperties(ctx, nil)
 	if err != nil {
 		return nil, s.mapError("stat", key, err)
 	}
-	return &providers.Attrs{
+	return &driver.Attrs{
 		Key:          key,
 		Version:      etag(resp.ETag),
 		Size:         deref(resp.ContentLength),
@@ -95,23 +99,23 @@ func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) 
 }
 
 // Create uploads the blob with If-None-Match: *.
-func (s *Store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+func (s *store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
 	star := azcore.ETagAny
 	return s.put(ctx, "create", key, data, metadata, &sdkblob.ModifiedAccessConditions{IfNoneMatch: &star})
 }
 
 // Replace uploads the blob with If-Match: ifVersion.
-func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+func (s *store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
 	if err := checkVersion(ifVersion); err != nil {
-		return providers.WriteResult{}, fmt.Errorf("%w: %w", providers.ErrPrecondition, err)
+		return driver.WriteResult{}, fmt.Errorf("%w: %w", driver.ErrPrecondition, err)
 	}
 	return s.put(ctx, "replace", key, data, metadata, &sdkblob.ModifiedAccessConditions{IfMatch: ifMatch(ifVersion)})
 }
 
-func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond *sdkblob.ModifiedAccessConditions) (providers.WriteResult, error) {
+func (s *store) put(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond *sdkblob.ModifiedAccessConditions) (driver.WriteResult, error) {
 	md, err := encodeMetadata(metadata)
 	if err != nil {
-		return providers.WriteResult{}, err
+		return driver.WriteResult{}, err
 	}
 	resp, err := s.client.NewBlockBlobClient(key).Upload(noRetry(ctx),
 		streaming.NopCloser(bytes.NewReader(data)),
@@ -120,9 +124,9 @@ func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata m
 			AccessConditions: &sdkblob.AccessConditions{ModifiedAccessConditions: cond},
 		})
 	if err != nil {
-		return providers.WriteResult{}, s.mapError(op, key, err)
+		return driver.WriteResult{}, s.mapError(op, key, err)
 	}
-	return providers.WriteResult{
+	return driver.WriteResult{
 		Version:      etag(resp.ETag),
 		LastModified: deref(resp.LastModified),
 		StoreTime:    deref(resp.Date),
@@ -130,9 +134,9 @@ func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata m
 }
 
 // Delete deletes the blob with If-Match: ifVersion.
-func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
+func (s *store) Delete(ctx context.Context, key string, ifVersion string) error {
 	if err := checkVersion(ifVersion); err != nil {
-		return fmt.Errorf("%w: %w", providers.ErrPrecondition, err)
+		return fmt.Errorf("%w: %w", driver.ErrPrecondition, err)
 	}
 	_, err := s.client.NewBlobClient(key).Delete(noRetry(ctx), &sdkblob.DeleteOptions{
 		AccessConditions: &sdkblob.AccessConditions{
@@ -146,7 +150,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 }
 
 // List returns one page of blobs under prefix; pageToken is Azure's marker.
-func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+func (s *store) List(ctx context.Context, prefix, pageToken string, pageSize int) (driver.ListPage, error) {
 	opts := &container.ListBlobsFlatOptions{Prefix: &prefix}
 	if pageToken != "" {
 		opts.Marker = &pageToken
@@ -157,12 +161,12 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 	}
 	resp, err := s.client.NewListBlobsFlatPager(opts).NextPage(ctx)
 	if err != nil {
-		return providers.ListPage{}, s.mapError("list", prefix, err)
+		return driver.ListPage{}, s.mapError("list", prefix, err)
 	}
-	var page providers.ListPage
+	var page driver.ListPage
 	if resp.Segment != nil {
 		for _, b := range resp.Segment.BlobItems {
-			a := providers.Attrs{Key: deref(b.Name), StoreTime: deref(resp.Date)}
+			a := driver.Attrs{Key: deref(b.Name), StoreTime: deref(resp.Date)}
 			if p := b.Properties; p != nil {
 				a.Version = etag(p.ETag)
 				a.Size = deref(p.ContentLength)
@@ -176,8 +180,8 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 }
 
 // Properties reports Azure's declared behaviour.
-func (s *Store) Properties() providers.Properties {
-	return providers.Properties{
+func (s *store) Properties() driver.Properties {
+	return driver.Properties{
 		Name:                 "azblob",
 		VersionsRepeat:       false, // the ETag changes on every write, even of identical bytes
 		TimestampGranularity: time.Second,
@@ -186,7 +190,7 @@ func (s *Store) Properties() providers.Properties {
 }
 
 // As sets *target to the container client when target is a **container.Client.
-func (s *Store) As(target any) bool {
+func (s *store) As(target any) bool {
 	p, ok := target.(**container.Client)
 	if ok {
 		*p = s.client
@@ -195,11 +199,11 @@ func (s *Store) As(target any) bool {
 }
 
 // Close does nothing: the caller owns the client.
-func (s *Store) Close() error { return nil }
+func (s *store) Close() error { return nil }
 
 // CheckKey refuses keys Azure would store under a different name, beyond
 // the portable rules.
-func (s *Store) CheckKey(key string) error {
+func (s *store) CheckKey(key string) error {
 	// The service normalises URL paths: "." and ".." segments are resolved and
 	// a trailing dot or slash is dropped, so such a key would name another blob.
 	for _, seg := range strings.Split(key, "/") {

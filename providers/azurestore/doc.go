@@ -52,7 +52,7 @@
 // key; the SDK's *azcore.ResponseError (or transport error) stays reachable
 // with errors.As. The SDK's message for a refusal spans many lines and
 // carries the reply body; messages here say only its status and code. The
-// mapping lives in one place, Store.mapError:
+// mapping lives in one place, store.mapError:
 //
 //	answer                                          operation    portable error
 //	409 BlobAlreadyExists                           create       ErrPrecondition

@@ -9,19 +9,20 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 )
 
 // mapError is the one place where the store's answers become portable
 // errors. The native error stays reachable with errors.As; its message,
 // many lines with the reply body, is replaced by the status and code.
-func (s *Store) mapError(op, key string, err error) error {
+func (s *store) mapError(op, key string, err error) error {
 	write := op == "create" || op == "replace" || op == "delete"
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
 		switch {
 		// No connection could be made (refused, DNS, TLS handshake):
 		// nothing was sent, so even a write's outcome is known.
-		case providers.ConnectFailed(err):
+		case driver.ConnectFailed(err):
 			return fmt.Errorf("%w: container %q: %w", providers.ErrUnreachable, s.container, err)
 		// No answer: connection reset, reply lost, timeout, context
 		// cancelled or past its deadline. The write may have landed.
@@ -31,7 +32,7 @@ func (s *Store) mapError(op, key string, err error) error {
 		return err
 	}
 	code := bloberror.Code(re.ErrorCode)
-	native := providers.Native(fmt.Sprintf("%d %s", re.StatusCode, re.ErrorCode), err)
+	native := driver.Native(fmt.Sprintf("%d %s", re.StatusCode, re.ErrorCode), err)
 	var sentinel error
 	switch {
 	// Azure and Azurite: the container does not exist (any operation).

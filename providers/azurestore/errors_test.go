@@ -21,7 +21,7 @@ import (
 
 const testContainer = "leases"
 
-// fakeAzure starts an HTTP server that answers with h and returns a Store
+// fakeAzure starts an HTTP server that answers with h and returns a store
 // whose real SDK client talks to it, plus a count of the requests it saw. The
 // client keeps the SDK's default of three retries, with a negligible delay,
 // so the counts show which calls the SDK may repeat.

@@ -26,9 +26,9 @@ const (
 )
 
 func init() {
-	providers.Register(Scheme, func(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
+	if err := providers.Register(Scheme, func(ctx context.Context, u *url.URL, oo providers.OpenOptions) (*providers.Bucket, string, error) {
 		var opts *container.ClientOptions
-		if rt, ok := providers.Transport(ctx, http.DefaultTransport.(*http.Transport).Clone()); ok {
+		if rt, ok := oo.RoundTripper(http.DefaultTransport.(*http.Transport).Clone()); ok {
 			opts = &container.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: &http.Client{Transport: rt}}}
 		}
 		s, key, err := openURL(u, opts)
@@ -36,7 +36,9 @@ func init() {
 			return nil, "", err
 		}
 		return s, key, nil
-	})
+	}); err != nil {
+		panic(err)
+	}
 }
 
 // OpenURL opens the store named by an azblob://CONTAINER/KEY URL (see the

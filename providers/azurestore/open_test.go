@@ -3,6 +3,7 @@ package azurestore
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -133,4 +134,24 @@ func TestOpenChoosesAccount(t *testing.T) {
 			t.Errorf("Open with a broken connection string: %v, want ErrBadURL", err)
 		}
 	})
+}
+
+// TestOpenWithTransport: the opener builds its client on the transport
+// OpenOptions.Transport gives.
+func TestOpenWithTransport(t *testing.T) {
+	t.Setenv(EnvConnectionString, devConnStr)
+	t.Setenv(EnvAccount, "")
+	var wrapped bool
+	s, _, err := providers.OpenWith(t.Context(), "azblob://leases/a", providers.OpenOptions{
+		Transport: func(base http.RoundTripper) http.RoundTripper {
+			wrapped = true
+			return base
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !wrapped {
+		t.Error("the opener did not call OpenOptions.Transport")
+	}
 }

@@ -195,7 +195,7 @@ func TestPropertiesAndAs(t *testing.T) {
 	if s.As(&wrong) {
 		t.Error("As(**http.Client) reported success")
 	}
-	if d := NewDriver(c); d.container != testContainer {
+	if d := NewDriver(c).(*store); d.container != testContainer {
 		t.Errorf("container name %q, want %q", d.container, testContainer)
 	}
 }

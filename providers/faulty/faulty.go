@@ -1,8 +1,14 @@
-// Package faulty wraps any providers.Store and injects the failures a real
-// object store produces: latency, refusals before a request reaches the
+// Package faulty is middleware for store drivers: it wraps any
+// driver.Driver and injects the failures a real object store produces: latency, refusals before a request reaches the
 // store, replies lost after a write was applied, and requests that hang.
 // Every decision is drawn from a PCG generator seeded by Config.Seed, so a
 // given sequence of requests meets the same faults on every run.
+//
+// It sits between a driver and the portable Bucket, so that the Bucket's
+// checks and metrics run once per request:
+//
+//	f, err := faulty.New(mem.NewDriver(), faulty.Config{Seed: 1, Default: faulty.Rates{Unknown: 0.1}})
+//	store := driver.NewBucket(f)
 //
 // With Config.CheckThenWrite it is also a test store whose conditional
 // writes are not atomic, as some S3-compatible servers' have been: it checks
@@ -18,17 +24,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 )
 
 // ErrInjected marks every error this package makes up, so a test can tell an
 // injected fault from a real one with errors.Is.
 var ErrInjected = errors.New("injected fault")
 
-// Op is a store operation, named as in providers.Error.Op.
+// Op is a store operation, named as in driver.Error.Op.
 type Op string
 
-// The operations of providers.Store that can be faulted.
+// The operations that can be faulted (Get is driver.Driver's Read).
 const (
 	Get     Op = "get"
 	Stat    Op = "stat"
@@ -47,15 +53,15 @@ func (op Op) write() bool { return op == Create || op == Replace || op == Delete
 type Rates struct {
 	// Precondition, Conflict, Throttled and Unknown refuse the request
 	// before it reaches the store: nothing is applied, and the error
-	// matches providers.ErrPrecondition, ErrConflict, ErrThrottled or
+	// matches driver.ErrPrecondition, ErrConflict, ErrThrottled or
 	// ErrUnknownOutcome (for a read: it failed). Precondition and Conflict
 	// apply to writes only.
 	Precondition, Conflict, Throttled, Unknown float64
-	// LostReply applies a write and then reports providers.ErrUnknownOutcome
+	// LostReply applies a write and then reports driver.ErrUnknownOutcome
 	// as if the reply had been lost. Writes only.
 	LostReply float64
 	// Stall holds the request until its context ends (it then fails
-	// without being applied) or Store.ReleaseStalls lets it through.
+	// without being applied) or Driver.ReleaseStalls lets it through.
 	Stall float64
 	// Delay adds latency drawn uniformly from [Config.MinDelay,
 	// Config.MaxDelay], split at random between the way to the store and
@@ -83,7 +89,7 @@ type Config struct {
 	// CheckThenWrite, if positive, makes the store enforce the
 	// preconditions of Create, Replace and Delete itself, and not
 	// atomically: it reads the object's current version (under a lock),
-	// refuses the write with providers.ErrPrecondition if the condition
+	// refuses the write with driver.ErrPrecondition if the condition
 	// does not hold, releases the lock, waits CheckThenWrite (with Sleep),
 	// then writes whatever is there unconditionally (a Delete of an object
 	// that is gone by then succeeds, as S3's DELETE does). One request at a
@@ -94,7 +100,7 @@ type Config struct {
 	CheckThenWrite time.Duration
 }
 
-// Kind is a kind of injected fault, as counted by Store.Counts.
+// Kind is a kind of injected fault, as counted by Driver.Counts.
 type Kind int
 
 // Fault kinds.
@@ -147,17 +153,12 @@ func (c Counts) Total() int64 {
 	return n
 }
 
-// Store is a providers.Store that injects faults into the requests it
-// passes on: a *providers.Bucket over a driver that injects them, with the
-// fault counters alongside. It is safe for concurrent use.
-type Store struct {
-	*providers.Bucket
-	d *driver
-}
-
-// driver draws and injects the faults, then passes requests to inner.
-type driver struct {
-	inner providers.Store
+// Driver is a driver.Driver that injects faults into the requests it
+// passes on to the driver it wraps, and counts them. It passes on the
+// wrapped driver's key checks (driver.KeyChecker), properties, As and
+// Close. It is safe for concurrent use.
+type Driver struct {
+	inner driver.Driver
 	cfg   Config
 
 	mu       sync.Mutex
@@ -170,11 +171,16 @@ type driver struct {
 	wmu sync.Mutex
 }
 
+var (
+	_ driver.Driver     = (*Driver)(nil)
+	_ driver.KeyChecker = (*Driver)(nil)
+)
+
 // New wraps inner. It returns an error naming the first rate that is out
 // of range, or a write-only fault configured for a read.
-func New(inner providers.Store, cfg Config) (*Store, error) {
+func New(inner driver.Driver, cfg Config) (*Driver, error) {
 	if inner == nil {
-		return nil, errors.New("faulty: nil store")
+		return nil, errors.New("faulty: nil driver")
 	}
 	check := func(name string, r Rates, write bool) error {
 		for _, p := range []float64{r.Precondition, r.Conflict, r.Throttled, r.Unknown, r.LostReply, r.Stall, r.Delay} {
@@ -213,13 +219,12 @@ func New(inner providers.Store, cfg Config) (*Store, error) {
 	if cfg.Sleep == nil {
 		cfg.Sleep = realSleep
 	}
-	d := &driver{
+	return &Driver{
 		inner:   inner,
 		cfg:     cfg,
 		rnd:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		release: make(chan struct{}),
-	}
-	return &Store{Bucket: providers.NewBucket(d), d: d}, nil
+	}, nil
 }
 
 func realSleep(ctx context.Context, d time.Duration) error {
@@ -234,25 +239,25 @@ func realSleep(ctx context.Context, d time.Duration) error {
 }
 
 // Counts returns how many faults of each kind have been injected so far.
-func (s *Store) Counts() Counts {
-	s.d.mu.Lock()
-	defer s.d.mu.Unlock()
-	return s.d.counts
+func (s *Driver) Counts() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts
 }
 
 // Requests returns how many requests have passed through s.
-func (s *Store) Requests() int64 {
-	s.d.mu.Lock()
-	defer s.d.mu.Unlock()
-	return s.d.requests
+func (s *Driver) Requests() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
 }
 
 // ReleaseStalls lets every request stalled so far go on to the store.
-func (s *Store) ReleaseStalls() {
-	s.d.mu.Lock()
-	defer s.d.mu.Unlock()
-	close(s.d.release)
-	s.d.release = make(chan struct{})
+func (s *Driver) ReleaseStalls() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.release)
+	s.release = make(chan struct{})
 }
 
 // plan is what happens to one request.
@@ -264,7 +269,7 @@ type plan struct {
 
 // decide draws one request's fate. It always draws the same number of
 // values, so the n-th request's fate does not depend on earlier outcomes.
-func (s *driver) decide(op Op) plan {
+func (s *Driver) decide(op Op) plan {
 	r, ok := s.cfg.Ops[op]
 	if !ok {
 		r = s.cfg.Default
@@ -301,7 +306,7 @@ func injected(sentinel error, what string) error {
 }
 
 // do runs one request, call, through its plan.
-func (s *driver) do(ctx context.Context, op Op, call func() error) error {
+func (s *Driver) do(ctx context.Context, op Op, call func() error) error {
 	p := s.decide(op)
 	if p.before > 0 {
 		if err := s.cfg.Sleep(ctx, p.before); err != nil {
@@ -310,13 +315,13 @@ func (s *driver) do(ctx context.Context, op Op, call func() error) error {
 	}
 	switch p.fault {
 	case KindPrecondition:
-		return injected(providers.ErrPrecondition, "refused before reaching the store")
+		return injected(driver.ErrPrecondition, "refused before reaching the store")
 	case KindConflict:
-		return injected(providers.ErrConflict, "refused before reaching the store")
+		return injected(driver.ErrConflict, "refused before reaching the store")
 	case KindThrottled:
-		return injected(providers.ErrThrottled, "refused before reaching the store")
+		return injected(driver.ErrThrottled, "refused before reaching the store")
 	case KindUnknown:
-		return injected(providers.ErrUnknownOutcome, "request lost before reaching the store")
+		return injected(driver.ErrUnknownOutcome, "request lost before reaching the store")
 	case KindStall:
 		select {
 		case <-ctx.Done():
@@ -335,38 +340,34 @@ func (s *driver) do(ctx context.Context, op Op, call func() error) error {
 		s.mu.Lock()
 		s.counts[KindLostReply]++
 		s.mu.Unlock()
-		return injected(providers.ErrUnknownOutcome, "reply lost after the write was applied")
+		return injected(driver.ErrUnknownOutcome, "reply lost after the write was applied")
 	}
 	return err
 }
 
 // cut is the error of a request its context ended: a write's outcome is
 // unknown to the caller, as with a real store that timed out.
-func (s *driver) cut(ctx context.Context, op Op, cause error) error {
+func (s *Driver) cut(ctx context.Context, op Op, cause error) error {
 	if cause == nil {
 		cause = ctx.Err()
 	}
 	if op.write() {
-		return fmt.Errorf("%w: %w", providers.ErrUnknownOutcome, cause)
+		return fmt.Errorf("%w: %w", driver.ErrUnknownOutcome, cause)
 	}
 	return cause
 }
 
-func (s *driver) Read(ctx context.Context, key string, maxBytes int64) (r *providers.Reader, err error) {
-	err = s.do(ctx, Get, func() error {
-		o, err := s.inner.Get(ctx, key, maxBytes)
-		if err == nil {
-			r = providers.NewBytesReader(o.Attrs, o.Data)
-		}
-		return err
-	})
+// Read passes a read on as operation Get.
+func (s *Driver) Read(ctx context.Context, key string, maxBytes int64) (r *driver.Reader, err error) {
+	err = s.do(ctx, Get, func() error { r, err = s.inner.Read(ctx, key, maxBytes); return err })
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func (s *driver) Stat(ctx context.Context, key string) (a *providers.Attrs, err error) {
+// Stat passes a Stat on.
+func (s *Driver) Stat(ctx context.Context, key string) (a *driver.Attrs, err error) {
 	err = s.do(ctx, Stat, func() error { a, err = s.inner.Stat(ctx, key); return err })
 	if err != nil {
 		return nil, err
@@ -374,46 +375,65 @@ func (s *driver) Stat(ctx context.Context, key string) (a *providers.Attrs, err 
 	return a, nil
 }
 
-func (s *driver) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (res providers.WriteResult, err error) {
+// Create passes a Create on, or with CheckThenWrite writes non-atomically.
+func (s *Driver) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (res driver.WriteResult, err error) {
 	err = s.do(ctx, Create, func() error { res, err = s.create(ctx, key, data, metadata); return err })
 	if err != nil {
-		return providers.WriteResult{}, err
+		return driver.WriteResult{}, err
 	}
 	return res, nil
 }
 
-func (s *driver) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (res providers.WriteResult, err error) {
+// Replace passes a Replace on, or with CheckThenWrite writes non-atomically.
+func (s *Driver) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (res driver.WriteResult, err error) {
 	err = s.do(ctx, Replace, func() error { res, err = s.replace(ctx, key, data, metadata, ifVersion); return err })
 	if err != nil {
-		return providers.WriteResult{}, err
+		return driver.WriteResult{}, err
 	}
 	return res, nil
 }
 
-func (s *driver) Delete(ctx context.Context, key string, ifVersion string) error {
+// Delete passes a Delete on, or with CheckThenWrite deletes non-atomically.
+func (s *Driver) Delete(ctx context.Context, key string, ifVersion string) error {
 	return s.do(ctx, Delete, func() error { return s.delete(ctx, key, ifVersion) })
 }
 
-func (s *driver) List(ctx context.Context, prefix, pageToken string, pageSize int) (page providers.ListPage, err error) {
+// List passes a List on.
+func (s *Driver) List(ctx context.Context, prefix, pageToken string, pageSize int) (page driver.ListPage, err error) {
 	err = s.do(ctx, List, func() error { page, err = s.inner.List(ctx, prefix, pageToken, pageSize); return err })
 	if err != nil {
-		return providers.ListPage{}, err
+		return driver.ListPage{}, err
 	}
 	return page, nil
 }
 
-// Properties reports the wrapped store's properties.
-func (s *driver) Properties() providers.Properties { return s.inner.Properties() }
+// Properties reports the wrapped driver's properties.
+func (s *Driver) Properties() driver.Properties { return s.inner.Properties() }
 
-// As reaches the wrapped store's client.
-func (s *driver) As(target any) bool { return s.inner.As(target) }
+// As sets *target to s if target is a **Driver, and otherwise asks the
+// wrapped driver.
+func (s *Driver) As(target any) bool {
+	if p, ok := target.(**Driver); ok {
+		*p = s
+		return true
+	}
+	return s.inner.As(target)
+}
 
-// Close closes the wrapped store.
-func (s *driver) Close() error { return s.inner.Close() }
+// Close closes the wrapped driver.
+func (s *Driver) Close() error { return s.inner.Close() }
+
+// CheckKey applies the wrapped driver's own key check, if it has one.
+func (s *Driver) CheckKey(key string) error {
+	if kc, ok := s.inner.(driver.KeyChecker); ok {
+		return kc.CheckKey(key)
+	}
+	return nil
+}
 
 // create, replace and delete pass a write to the wrapped store, or with
 // CheckThenWrite check its precondition here and write it non-atomically.
-func (s *driver) create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+func (s *Driver) create(ctx context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
 	if s.cfg.CheckThenWrite <= 0 {
 		return s.inner.Create(ctx, key, data, metadata)
 	}
@@ -423,22 +443,22 @@ func (s *driver) create(ctx context.Context, key string, data []byte, metadata m
 		}
 		return nil
 	}); err != nil {
-		return providers.WriteResult{}, err
+		return driver.WriteResult{}, err
 	}
 	return s.put(ctx, key, data, metadata)
 }
 
-func (s *driver) replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+func (s *Driver) replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
 	if s.cfg.CheckThenWrite <= 0 {
 		return s.inner.Replace(ctx, key, data, metadata, ifVersion)
 	}
 	if err := s.check(ctx, key, matches(ifVersion)); err != nil {
-		return providers.WriteResult{}, err
+		return driver.WriteResult{}, err
 	}
 	return s.put(ctx, key, data, metadata)
 }
 
-func (s *driver) delete(ctx context.Context, key, ifVersion string) error {
+func (s *Driver) delete(ctx context.Context, key, ifVersion string) error {
 	if s.cfg.CheckThenWrite <= 0 {
 		return s.inner.Delete(ctx, key, ifVersion)
 	}
@@ -469,7 +489,7 @@ func matches(ifVersion string) func(cur string) error {
 // check reads the current version under the lock and applies ok to it,
 // then waits CheckThenWrite without the lock: the window in which another
 // writer's check passes too.
-func (s *driver) check(ctx context.Context, key string, ok func(cur string) error) error {
+func (s *Driver) check(ctx context.Context, key string, ok func(cur string) error) error {
 	s.wmu.Lock()
 	cur, err := s.current(ctx, key)
 	s.wmu.Unlock()
@@ -477,16 +497,16 @@ func (s *driver) check(ctx context.Context, key string, ok func(cur string) erro
 		return err
 	}
 	if err := ok(cur); err != nil {
-		return fmt.Errorf("%w: %w (checked before a non-atomic write)", providers.ErrPrecondition, err)
+		return fmt.Errorf("%w: %w (checked before a non-atomic write)", driver.ErrPrecondition, err)
 	}
 	return s.cfg.Sleep(ctx, s.cfg.CheckThenWrite)
 }
 
 // current is key's version, or "" if there is no object.
-func (s *driver) current(ctx context.Context, key string) (string, error) {
+func (s *Driver) current(ctx context.Context, key string) (string, error) {
 	a, err := s.inner.Stat(ctx, key)
 	switch {
-	case errors.Is(err, providers.ErrNotFound):
+	case errors.Is(err, driver.ErrNotFound):
 		return "", nil
 	case err != nil:
 		return "", err
@@ -495,12 +515,12 @@ func (s *driver) current(ctx context.Context, key string) (string, error) {
 }
 
 // put writes the object whatever is there.
-func (s *driver) put(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+func (s *Driver) put(ctx context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	cur, err := s.current(ctx, key)
 	if err != nil {
-		return providers.WriteResult{}, err
+		return driver.WriteResult{}, err
 	}
 	if cur == "" {
 		return s.inner.Create(ctx, key, data, metadata)

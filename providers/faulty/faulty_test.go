@@ -11,24 +11,46 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 	"github.com/objlease/objlease/providers/faulty"
 	"github.com/objlease/objlease/providers/mem"
 	"github.com/objlease/objlease/providers/providertest"
 )
 
-func newFaulty(t *testing.T, inner providers.Store, cfg faulty.Config) *faulty.Store {
+// faultyStore is the Bucket over a faulty driver, with the driver at hand
+// for its counters.
+type faultyStore struct {
+	*providers.Bucket
+	f *faulty.Driver
+}
+
+func newFaulty(t *testing.T, inner driver.Driver, cfg faulty.Config) faultyStore {
 	t.Helper()
-	s, err := faulty.New(inner, cfg)
+	f, err := faulty.New(inner, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return faultyStore{providers.NewBucket(f), f}
+}
+
+// newMem returns a memory store and its driver, for a faulty driver over
+// it while the test looks at the store directly.
+func newMem() (*providers.Bucket, driver.Driver) {
+	d := mem.NewDriver()
+	return providers.NewBucket(d), d
 }
 
 // Without faults configured the wrapper must be invisible.
 func TestConformanceWithoutFaults(t *testing.T) {
-	providertest.Run(t, providertest.Config{Store: newFaulty(t, mem.New(), faulty.Config{Seed: 1}),
-		MissingBucket: newFaulty(t, mem.New(), faulty.Config{Seed: 2}), CreatesBuckets: true})
+	f1, err := faulty.New(mem.NewDriver(), faulty.Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2, err := faulty.New(mem.NewDriver(), faulty.Config{Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	providertest.Run(t, providertest.Config{Bucket: providers.NewBucket(f1), MissingBucket: providers.NewBucket(f2), CreatesBuckets: true})
 }
 
 // writeOp runs one write of op against s on key "k", whose object (if
@@ -48,7 +70,7 @@ func writeOp(s providers.Store, op faulty.Op, v string) error {
 }
 
 // seed puts the object a write of op needs and returns its version.
-func seed(t *testing.T, m *mem.Store, op faulty.Op) string {
+func seed(t *testing.T, m *providers.Bucket, op faulty.Op) string {
 	t.Helper()
 	if op == faulty.Create {
 		return ""
@@ -61,7 +83,7 @@ func seed(t *testing.T, m *mem.Store, op faulty.Op) string {
 }
 
 // contents returns what m holds at "k" ("" if absent) and its version.
-func contents(t *testing.T, m *mem.Store) (string, string) {
+func contents(t *testing.T, m *providers.Bucket) (string, string) {
 	t.Helper()
 	o, err := m.Get(context.Background(), "k", 0)
 	if errors.Is(err, providers.ErrNotFound) {
@@ -94,29 +116,28 @@ func TestRefusalsApplyNothing(t *testing.T) {
 	} {
 		for _, op := range []faulty.Op{faulty.Create, faulty.Replace, faulty.Delete} {
 			t.Run(fmt.Sprintf("%v/%s", tc.kind, op), func(t *testing.T) {
-				m := mem.New()
+				m, md := newMem()
 				v := seed(t, m, op)
 				beforeData, beforeVersion := contents(t, m)
-				s := newFaulty(t, m, faulty.Config{Seed: 7, Ops: map[faulty.Op]faulty.Rates{op: tc.rates}})
+				s := newFaulty(t, md, faulty.Config{Seed: 7, Ops: map[faulty.Op]faulty.Rates{op: tc.rates}})
 				checkInjected(t, writeOp(s, op, v), op, tc.sentinel)
 				if d, ver := contents(t, m); d != beforeData || ver != beforeVersion {
 					t.Fatalf("%s was applied: object is %q at version %s, was %q at %s", op, d, ver, beforeData, beforeVersion)
 				}
-				if c := s.Counts(); c[tc.kind] != 1 || c.Total() != 1 {
+				if c := s.f.Counts(); c[tc.kind] != 1 || c.Total() != 1 {
 					t.Fatalf("counts %v, want one %v", c, tc.kind)
 				}
 			})
 		}
 	}
 	// Reads meet refusals too, except those that only make sense for writes.
-	m := mem.New()
-	s := newFaulty(t, m, faulty.Config{Seed: 7, Default: faulty.Rates{Precondition: 0.5, Throttled: 0.5}})
+	s := newFaulty(t, mem.NewDriver(), faulty.Config{Seed: 7, Default: faulty.Rates{Precondition: 0.5, Throttled: 0.5}})
 	for range 20 {
 		if _, err := s.Get(context.Background(), "k", 0); !errors.Is(err, providers.ErrThrottled) && !errors.Is(err, providers.ErrNotFound) {
 			t.Fatalf("get: %v, want throttled or not found", err)
 		}
 	}
-	if c := s.Counts(); c[faulty.KindPrecondition] != 0 || c[faulty.KindThrottled] == 0 {
+	if c := s.f.Counts(); c[faulty.KindPrecondition] != 0 || c[faulty.KindThrottled] == 0 {
 		t.Fatalf("reads: counts %v: want no precondition faults and some throttling", c)
 	}
 }
@@ -131,9 +152,9 @@ func TestLostReplyAfterApply(t *testing.T) {
 		{faulty.Delete, ""},
 	} {
 		t.Run(string(tc.op), func(t *testing.T) {
-			m := mem.New()
+			m, md := newMem()
 			v := seed(t, m, tc.op)
-			s := newFaulty(t, m, faulty.Config{Seed: 3, Default: faulty.Rates{LostReply: 1}})
+			s := newFaulty(t, md, faulty.Config{Seed: 3, Default: faulty.Rates{LostReply: 1}})
 			checkInjected(t, writeOp(s, tc.op, v), tc.op, providers.ErrUnknownOutcome)
 			if got, _ := contents(t, m); got != tc.want {
 				t.Fatalf("%s whose reply was lost: object %q, want %q (the write must have been applied)", tc.op, got, tc.want)
@@ -143,7 +164,7 @@ func TestLostReplyAfterApply(t *testing.T) {
 			if err := writeOp(s, tc.op, v); !errors.Is(err, providers.ErrPrecondition) || errors.Is(err, faulty.ErrInjected) {
 				t.Fatalf("%s repeated: %v, want the store's own precondition failure", tc.op, err)
 			}
-			if c := s.Counts(); c[faulty.KindLostReply] != 1 || c.Total() != 1 {
+			if c := s.f.Counts(); c[faulty.KindLostReply] != 1 || c.Total() != 1 {
 				t.Fatalf("counts %v, want one lost reply", c)
 			}
 		})
@@ -154,8 +175,8 @@ func TestStall(t *testing.T) {
 	cfg := faulty.Config{Seed: 1, Default: faulty.Rates{Stall: 1}}
 	t.Run("released", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			m := mem.New()
-			s := newFaulty(t, m, cfg)
+			m, md := newMem()
+			s := newFaulty(t, md, cfg)
 			done := make(chan error, 1)
 			go func() {
 				_, err := s.Create(context.Background(), "k", []byte("new"), nil)
@@ -170,7 +191,7 @@ func TestStall(t *testing.T) {
 			if got, _ := contents(t, m); got != "" {
 				t.Fatal("a stalled create reached the store")
 			}
-			s.ReleaseStalls()
+			s.f.ReleaseStalls()
 			if err := <-done; err != nil {
 				t.Fatalf("released create: %v", err)
 			}
@@ -181,8 +202,8 @@ func TestStall(t *testing.T) {
 	})
 	t.Run("context ends", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			m := mem.New()
-			s := newFaulty(t, m, cfg)
+			m, md := newMem()
+			s := newFaulty(t, md, cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			start := time.Now()
@@ -201,7 +222,7 @@ func TestStall(t *testing.T) {
 			if _, err := s.Get(ctx, "k", 0); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, providers.ErrUnknownOutcome) {
 				t.Fatalf("get with an ended context: %v, want the context's error", err)
 			}
-			if c, n := s.Counts(), s.Requests(); c[faulty.KindStall] != 1 || n != 1 {
+			if c, n := s.f.Counts(), s.f.Requests(); c[faulty.KindStall] != 1 || n != 1 {
 				t.Fatalf("counts %v after %d requests, want one stall after one request", c, n)
 			}
 		})
@@ -211,8 +232,8 @@ func TestStall(t *testing.T) {
 func TestDelay(t *testing.T) {
 	var slept []time.Duration
 	sleep := func(ctx context.Context, d time.Duration) error { slept = append(slept, d); return nil }
-	m := mem.New()
-	s := newFaulty(t, m, faulty.Config{Seed: 5, Default: faulty.Rates{Delay: 1}, MinDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, Sleep: sleep})
+	md := mem.NewDriver()
+	s := newFaulty(t, md, faulty.Config{Seed: 5, Default: faulty.Rates{Delay: 1}, MinDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond, Sleep: sleep})
 	ctx := context.Background()
 	for i := range 50 {
 		slept = slept[:0]
@@ -227,13 +248,13 @@ func TestDelay(t *testing.T) {
 			t.Fatalf("request %d delayed %v in total (%v), want within [10ms, 20ms]", i, total, slept)
 		}
 	}
-	if c := s.Counts(); c[faulty.KindDelay] != 50 || c.Total() != 50 {
+	if c := s.f.Counts(); c[faulty.KindDelay] != 50 || c.Total() != 50 {
 		t.Fatalf("counts %v, want 50 delays", c)
 	}
 
 	// The default sleep is real time; in a bubble that time is simulated.
 	synctest.Test(t, func(t *testing.T) {
-		s := newFaulty(t, mem.New(), faulty.Config{Seed: 5, Default: faulty.Rates{Delay: 1}, MinDelay: time.Second, MaxDelay: time.Second})
+		s := newFaulty(t, mem.NewDriver(), faulty.Config{Seed: 5, Default: faulty.Rates{Delay: 1}, MinDelay: time.Second, MaxDelay: time.Second})
 		start := time.Now()
 		if _, err := s.Create(ctx, "k", nil, nil); err != nil {
 			t.Fatal(err)
@@ -247,8 +268,8 @@ func TestDelay(t *testing.T) {
 	// the store, nothing is applied; after it, the write is applied but
 	// its outcome is unknown to the caller. The split is drawn per request.
 	synctest.Test(t, func(t *testing.T) {
-		m := mem.New()
-		s := newFaulty(t, m, faulty.Config{Seed: 5, Default: faulty.Rates{Delay: 1}, MinDelay: time.Hour, MaxDelay: time.Hour})
+		m, md := newMem()
+		s := newFaulty(t, md, faulty.Config{Seed: 5, Default: faulty.Rates{Delay: 1}, MinDelay: time.Hour, MaxDelay: time.Hour})
 		applied, notApplied := 0, 0
 		for i := range 20 {
 			key := fmt.Sprint("k", i)
@@ -274,7 +295,7 @@ func TestDelay(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	cfg := faulty.Config{Seed: 42, Default: faulty.Rates{Precondition: 0.1, Conflict: 0.1, Throttled: 0.1, Unknown: 0.1, LostReply: 0.1}}
 	run := func(cfg faulty.Config) (string, faulty.Counts) {
-		s := newFaulty(t, mem.New(), cfg)
+		s := newFaulty(t, mem.NewDriver(), cfg)
 		var trace bytes.Buffer
 		ctx := context.Background()
 		for i := range 300 {
@@ -293,7 +314,7 @@ func TestDeterministic(t *testing.T) {
 			}
 			fmt.Fprintln(&trace, i, err)
 		}
-		return trace.String(), s.Counts()
+		return trace.String(), s.f.Counts()
 	}
 	t1, c1 := run(cfg)
 	t2, c2 := run(cfg)
@@ -326,7 +347,7 @@ func TestConfigValidated(t *testing.T) {
 		{"bad delays", faulty.Config{MinDelay: time.Second, MaxDelay: time.Millisecond}, "delay bounds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := faulty.New(mem.New(), tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := faulty.New(mem.NewDriver(), tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
 			}
 		})
@@ -339,7 +360,7 @@ func TestCheckThenWrite(t *testing.T) {
 	cfg := faulty.Config{Seed: 1, CheckThenWrite: time.Millisecond}
 	t.Run("sequential", func(t *testing.T) {
 		ctx := context.Background()
-		s := newFaulty(t, mem.New(), cfg)
+		s := newFaulty(t, mem.NewDriver(), cfg)
 		v1, err := s.Create(ctx, "k", []byte("1"), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -368,8 +389,8 @@ func TestCheckThenWrite(t *testing.T) {
 	})
 	race := func(t *testing.T, op faulty.Op) {
 		synctest.Test(t, func(t *testing.T) {
-			m := mem.New()
-			s := newFaulty(t, m, cfg)
+			m, md := newMem()
+			s := newFaulty(t, md, cfg)
 			v := seed(t, m, op)
 			const writers = 4
 			errs := make(chan error, writers)
@@ -386,7 +407,7 @@ func TestCheckThenWrite(t *testing.T) {
 	for _, op := range []faulty.Op{faulty.Create, faulty.Replace, faulty.Delete} {
 		t.Run(string(op)+" race", func(t *testing.T) { race(t, op) })
 	}
-	if _, err := faulty.New(mem.New(), faulty.Config{CheckThenWrite: -1}); err == nil {
+	if _, err := faulty.New(mem.NewDriver(), faulty.Config{CheckThenWrite: -1}); err == nil {
 		t.Error("a negative CheckThenWrite was accepted")
 	}
 }

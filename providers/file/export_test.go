@@ -8,8 +8,8 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-func driver(b *providers.Bucket) *Store {
-	var s *Store
+func storeOf(b *providers.Bucket) *store {
+	var s *store
 	if !b.As(&s) {
 		panic("not a file store")
 	}
@@ -18,7 +18,7 @@ func driver(b *providers.Bucket) *Store {
 
 // LockFile is the file whose flock guards writes to key.
 func LockFile(b *providers.Bucket, key string) string {
-	f, err := driver(b).files("lock", key)
+	f, err := storeOf(b).files("lock", key)
 	if err != nil {
 		panic(err)
 	}
@@ -29,7 +29,7 @@ func LockFile(b *providers.Bucket, key string) string {
 }
 
 // SetCrashHook makes s call hook at each stage of a write.
-func SetCrashHook(b *providers.Bucket, hook func(stage string)) { driver(b).crash = hook }
+func SetCrashHook(b *providers.Bucket, hook func(stage string)) { storeOf(b).crash = hook }
 
 // SetOpenFile makes the package open files with open until the test ends.
 func SetOpenFile(t testing.TB, open func(name string, flag int, perm os.FileMode) (*os.File, error)) {

@@ -133,6 +133,7 @@ import (
 
 	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 )
 
 const (
@@ -166,11 +167,15 @@ type sidecar struct {
 	MtimeNs int64  `json:"mtime_ns,omitempty"`
 }
 
-func init() { providers.Register("file", open) }
+func init() {
+	if err := providers.Register("file", open); err != nil {
+		panic(err)
+	}
+}
 
-// Store keeps objects in a directory. It is safe for concurrent use by
+// store keeps objects in a directory. It is safe for concurrent use by
 // goroutines and by processes sharing the directory.
-type Store struct {
+type store struct {
 	// root is the directory's absolute path as given, never cleaned:
 	// resolve gives the directory the kernel takes it to be.
 	root  string
@@ -178,12 +183,12 @@ type Store struct {
 	crash func(stage string)
 }
 
-// An Option configures a Store.
-type Option func(*Store)
+// An Option configures a file store.
+type Option func(*store)
 
 // WithClock makes the store stamp LastModified from now instead of
 // time.Now.
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+func WithClock(now func() time.Time) Option { return func(s *store) { s.now = now } }
 
 // New returns a store rooted at the existing directory root.
 func New(root string, opts ...Option) (*providers.Bucket, error) {
@@ -194,7 +199,17 @@ func New(root string, opts ...Option) (*providers.Bucket, error) {
 	return providers.NewBucket(s), nil
 }
 
-func newStore(root string, opts ...Option) (*Store, error) {
+// NewDriver returns the driver New wraps, for a caller that puts its own
+// layer (such as package faulty) between it and providers.NewBucket.
+func NewDriver(root string, opts ...Option) (driver.Driver, error) {
+	s, err := newStore(root, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newStore(root string, opts ...Option) (*store, error) {
 	s, err := openRoot(root, true)
 	if err != nil {
 		return nil, err
@@ -208,7 +223,7 @@ func newStore(root string, opts ...Option) (*Store, error) {
 // openRoot returns a store on the directory root, which must exist if
 // mustExist is set. A relative root is taken from the working directory;
 // root is not cleaned, since "l/.." is not "." where l is a symbolic link.
-func openRoot(root string, mustExist bool) (*Store, error) {
+func openRoot(root string, mustExist bool) (*store, error) {
 	abs := root
 	if !filepath.IsAbs(root) {
 		wd, err := os.Getwd()
@@ -217,7 +232,7 @@ func openRoot(root string, mustExist bool) (*Store, error) {
 		}
 		abs = join(wd, root)
 	}
-	s := &Store{root: abs, now: time.Now}
+	s := &store{root: abs, now: time.Now}
 	fi, err := os.Stat(s.dir())
 	switch {
 	case err == nil && !fi.IsDir():
@@ -231,9 +246,9 @@ func openRoot(root string, mustExist bool) (*Store, error) {
 }
 
 // dir is the store's directory as the kernel resolves its path now.
-func (s *Store) dir() string { return resolve(s.root) }
+func (s *store) dir() string { return resolve(s.root) }
 
-func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
+func open(_ context.Context, u *url.URL, _ providers.OpenOptions) (*providers.Bucket, string, error) {
 	const want = "want file:///absolute/dir/key or file:///absolute/dir/"
 	switch {
 	case u.Opaque != "" || (u.Host != "" && u.Host != "localhost"):
@@ -254,10 +269,10 @@ func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	return providers.NewBucket(s), key, nil
 }
 
-// CheckKey implements providers.KeyChecker: keys are paths below the
+// CheckKey implements driver.KeyChecker: keys are paths below the
 // root, so they must not climb out of it or name the store's own files.
 // (Bucket has refused empty keys, a leading '/' and control characters.)
-func (s *Store) CheckKey(key string) error {
+func (s *store) CheckKey(key string) error {
 	if why := checkKey(key); why != "" {
 		return errors.New(why)
 	}
@@ -309,9 +324,9 @@ func aux(kind, name string) string {
 }
 
 // files returns the files that hold key.
-func (s *Store) files(op, key string) (paths, error) {
+func (s *store) files(op, key string) (paths, error) {
 	if why := checkKey(key); why != "" {
-		return paths{}, providers.Wrap(op, key, fmt.Errorf("%w: %s", providers.ErrInvalidKey, why), nil)
+		return paths{}, driver.Wrap(op, key, fmt.Errorf("%w: %s", driver.ErrInvalidKey, why), nil)
 	}
 	var p string
 	if safeguards.PathLock.Load() {
@@ -421,14 +436,14 @@ func parent(p string) string {
 
 // prune removes dir and its parents while they are empty, never the root
 // or anything outside it.
-func (s *Store) prune(dir string) {
+func (s *store) prune(dir string) {
 	root := s.dir()
 	for d := resolve(dir); below(root, d) && os.Remove(d) == nil; d = filepath.Dir(d) {
 	}
 }
 
 // below reports whether p lies under the store's root.
-func (s *Store) below(p string) bool { return below(s.dir(), resolve(p)) }
+func (s *store) below(p string) bool { return below(s.dir(), resolve(p)) }
 
 // below reports whether the resolved path p lies under the resolved
 // directory root.
@@ -449,7 +464,7 @@ func refused(err *error) { *err = permanent(*err) }
 func permanent(err error) error {
 	var why string
 	switch {
-	case err == nil || errors.Is(err, providers.ErrPermission) || errors.Is(err, providers.ErrUnknownOutcome):
+	case err == nil || errors.Is(err, driver.ErrPermission) || errors.Is(err, driver.ErrUnknownOutcome):
 		return err
 	case errors.Is(err, syscall.EROFS):
 		why = ": read-only file system"
@@ -471,9 +486,9 @@ func permanent(err error) error {
 	case errors.As(err, &linkErr):
 		where = ": " + linkErr.Op + " " + linkErr.Old + " " + linkErr.New
 	}
-	sentinel := fmt.Errorf("%w%s%s", providers.ErrPermission, where, why)
-	if pe, ok := err.(*providers.Error); ok {
-		return providers.Wrap(pe.Op, pe.Key, sentinel, pe.Err)
+	sentinel := fmt.Errorf("%w%s%s", driver.ErrPermission, where, why)
+	if pe, ok := err.(*driver.Error); ok {
+		return driver.Wrap(pe.Op, pe.Key, sentinel, pe.Err)
 	}
 	return fmt.Errorf("%w: %w", sentinel, err)
 }
@@ -575,7 +590,7 @@ func (d *dataFile) matches(sc *sidecar) (bool, error) {
 
 // object is what the store found at a key.
 type object struct {
-	attrs providers.Attrs
+	attrs driver.Attrs
 	file  *dataFile // nil if the object does not exist
 	off   int64     // where the bytes start in file (old format)
 }
@@ -592,7 +607,7 @@ func (o *object) data() ([]byte, error) {
 }
 
 func fromSidecar(key string, sc *sidecar, d *dataFile) *object {
-	return &object{file: d, attrs: providers.Attrs{
+	return &object{file: d, attrs: driver.Attrs{
 		Key: key, Version: sc.Version, Size: sc.Size, Metadata: sc.Metadata, LastModified: sc.Modified,
 	}}
 }
@@ -607,7 +622,7 @@ func foreign(key string, d *dataFile) (*object, error) {
 		return nil, err
 	}
 	fmt.Fprintf(h, "\x00%d", d.fi.ModTime().UnixNano())
-	return &object{file: d, attrs: providers.Attrs{
+	return &object{file: d, attrs: driver.Attrs{
 		Key: key, Version: "f" + hex.EncodeToString(h.Sum(nil))[:32], Size: d.fi.Size(), LastModified: d.fi.ModTime(),
 	}}, nil
 }
@@ -638,7 +653,7 @@ func oldFormat(key string, d *dataFile) *object {
 	if d.fi.Size()-off != h.Size {
 		return nil
 	}
-	return &object{file: d, off: off, attrs: providers.Attrs{
+	return &object{file: d, off: off, attrs: driver.Attrs{
 		Key: key, Version: h.Version, Size: h.Size, Metadata: h.Metadata, LastModified: h.Modified,
 	}}
 }
@@ -664,7 +679,7 @@ func look(f paths) (o *object, settled bool, err error) {
 		}
 		return fromSidecar(f.key, sc, d), true, nil
 	case d == nil:
-		return &object{attrs: providers.Attrs{Key: f.key}}, true, nil
+		return &object{attrs: driver.Attrs{Key: f.key}}, true, nil
 	}
 	// Data without a sidecar. Writers commit the sidecar before the data
 	// appears and remove it only after the data is gone, so if there is
@@ -740,7 +755,7 @@ func settle(f paths) (*object, error) {
 		}
 	}
 	if d == nil {
-		return &object{attrs: providers.Attrs{Key: f.key}}, nil
+		return &object{attrs: driver.Attrs{Key: f.key}}, nil
 	}
 	// Written by something else since (or never ours): a plain file.
 	o, err := foreign(f.key, d)
@@ -752,13 +767,13 @@ func settle(f paths) (*object, error) {
 
 // read returns the object at key, settling an interrupted write under the
 // lock if it finds one. The caller closes the object.
-func (s *Store) read(ctx context.Context, op string, f paths) (*object, error) {
+func (s *store) read(ctx context.Context, op string, f paths) (*object, error) {
 	o, settled, err := look(f)
 	if err == nil && !settled {
 		var unlock func()
 		unlock, err = s.lock(ctx, op, f, false)
 		if errors.Is(err, errNoDir) {
-			return &object{attrs: providers.Attrs{Key: f.key}}, nil
+			return &object{attrs: driver.Attrs{Key: f.key}}, nil
 		}
 		if err != nil {
 			return nil, err
@@ -767,18 +782,18 @@ func (s *Store) read(ctx context.Context, op string, f paths) (*object, error) {
 		o, err = settle(f)
 	}
 	if err != nil {
-		if _, ok := err.(*providers.Error); ok {
+		if _, ok := err.(*driver.Error); ok {
 			return nil, err
 		}
-		return nil, &providers.Error{Op: op, Key: f.key, Err: err}
+		return nil, &driver.Error{Op: op, Key: f.key, Err: err}
 	}
 	return o, nil
 }
 
-// Read implements providers.Driver. Reads take no lock unless they find a
+// Read implements driver.Driver. Reads take no lock unless they find a
 // write in progress: object files are never changed in place, only
 // replaced by rename.
-func (s *Store) Read(ctx context.Context, key string, maxBytes int64) (_ *providers.Reader, err error) {
+func (s *store) Read(ctx context.Context, key string, maxBytes int64) (_ *driver.Reader, err error) {
 	defer refused(&err)
 	f, err := s.files("get", key)
 	if err != nil {
@@ -790,21 +805,21 @@ func (s *Store) Read(ctx context.Context, key string, maxBytes int64) (_ *provid
 	}
 	defer o.close()
 	if !o.exists() {
-		return nil, providers.Wrap("get", key, providers.ErrNotFound, nil)
+		return nil, driver.Wrap("get", key, driver.ErrNotFound, nil)
 	}
 	if maxBytes > 0 && o.attrs.Size > maxBytes {
 		// Bucket would refuse it; do not read it first.
-		return &providers.Reader{Attrs: o.attrs, Body: io.NopCloser(strings.NewReader(""))}, nil
+		return &driver.Reader{Attrs: o.attrs, Body: io.NopCloser(strings.NewReader(""))}, nil
 	}
 	data, err := o.data()
 	if err != nil {
-		return nil, &providers.Error{Op: "get", Key: key, Err: err}
+		return nil, &driver.Error{Op: "get", Key: key, Err: err}
 	}
-	return providers.NewBytesReader(o.attrs, data), nil
+	return driver.NewBytesReader(o.attrs, data), nil
 }
 
-// Stat implements providers.Driver.
-func (s *Store) Stat(ctx context.Context, key string) (_ *providers.Attrs, err error) {
+// Stat implements driver.Driver.
+func (s *store) Stat(ctx context.Context, key string) (_ *driver.Attrs, err error) {
 	defer refused(&err)
 	f, err := s.files("stat", key)
 	if err != nil {
@@ -816,35 +831,35 @@ func (s *Store) Stat(ctx context.Context, key string) (_ *providers.Attrs, err e
 	}
 	defer o.close()
 	if !o.exists() {
-		return nil, providers.Wrap("stat", key, providers.ErrNotFound, nil)
+		return nil, driver.Wrap("stat", key, driver.ErrNotFound, nil)
 	}
 	return &o.attrs, nil
 }
 
-// Create implements providers.Driver.
-func (s *Store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+// Create implements driver.Driver.
+func (s *store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
 	return s.write(ctx, "create", key, data, metadata, func(f paths, cur *object) error {
 		if cur.exists() {
-			return providers.Wrap("create", key, fmt.Errorf("%w: object exists", providers.ErrPrecondition), nil)
+			return driver.Wrap("create", key, fmt.Errorf("%w: object exists", driver.ErrPrecondition), nil)
 		}
 		fi, err := os.Lstat(f.data)
 		switch {
 		case absent(err):
 			return nil
 		case err != nil:
-			return &providers.Error{Op: "create", Key: key, Err: err}
+			return &driver.Error{Op: "create", Key: key, Err: err}
 		case !fi.IsDir():
-			return providers.Wrap("create", key, fmt.Errorf("%w: %s is not a regular file", providers.ErrInvalidKey, f.data), nil)
+			return driver.Wrap("create", key, fmt.Errorf("%w: %s is not a regular file", driver.ErrInvalidKey, f.data), nil)
 		case s.below(f.data) && os.Remove(f.data) == nil: // an empty directory left behind is no object
 			return nil
 		default:
-			return providers.Wrap("create", key, fmt.Errorf("%w: a directory holds keys under %q", providers.ErrInvalidKey, key+"/"), nil)
+			return driver.Wrap("create", key, fmt.Errorf("%w: a directory holds keys under %q", driver.ErrInvalidKey, key+"/"), nil)
 		}
 	})
 }
 
-// Replace implements providers.Driver.
-func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+// Replace implements driver.Driver.
+func (s *store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
 	return s.write(ctx, "replace", key, data, metadata, func(_ paths, cur *object) error {
 		return match("replace", cur, ifVersion)
 	})
@@ -854,48 +869,48 @@ func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata m
 func match(op string, cur *object, ifVersion string) error {
 	switch {
 	case !cur.exists():
-		return providers.Wrap(op, cur.attrs.Key, fmt.Errorf("%w: no such object", providers.ErrPrecondition), nil)
+		return driver.Wrap(op, cur.attrs.Key, fmt.Errorf("%w: no such object", driver.ErrPrecondition), nil)
 	case cur.attrs.Version != ifVersion:
-		return providers.Wrap(op, cur.attrs.Key, fmt.Errorf("%w: version is %s, not %q", providers.ErrPrecondition, cur.attrs.Version, ifVersion), nil)
+		return driver.Wrap(op, cur.attrs.Key, fmt.Errorf("%w: version is %s, not %q", driver.ErrPrecondition, cur.attrs.Version, ifVersion), nil)
 	}
 	return nil
 }
 
 // write stores a new version of key if check, run under the key's lock
 // on what is there, allows it.
-func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, check func(paths, *object) error) (_ providers.WriteResult, err error) {
+func (s *store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, check func(paths, *object) error) (_ driver.WriteResult, err error) {
 	defer refused(&err)
 	f, err := s.files(op, key)
 	if err != nil {
-		return providers.WriteResult{}, err
+		return driver.WriteResult{}, err
 	}
 	unlock, err := s.lock(ctx, op, f, true)
 	if err != nil {
-		return providers.WriteResult{}, err
+		return driver.WriteResult{}, err
 	}
 	defer unlock()
 	cur, err := settle(f)
 	if err != nil {
-		return providers.WriteResult{}, &providers.Error{Op: op, Key: key, Err: err}
+		return driver.WriteResult{}, &driver.Error{Op: op, Key: key, Err: err}
 	}
 	cur.close()
 	if err := check(f, cur); err != nil {
-		return providers.WriteResult{}, err
+		return driver.WriteResult{}, err
 	}
 	sc := sidecar{Version: rand.Text(), Size: int64(len(data)), Modified: s.now(), Metadata: metadata}
 	if err := s.commit(f, data, &sc); err != nil {
 		if errors.Is(err, errCommitted) {
 			// The new object may be the one readers settle on.
-			return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrUnknownOutcome, err)
+			return driver.WriteResult{}, driver.Wrap(op, key, driver.ErrUnknownOutcome, err)
 		}
-		return providers.WriteResult{}, &providers.Error{Op: op, Key: key, Err: err}
+		return driver.WriteResult{}, &driver.Error{Op: op, Key: key, Err: err}
 	}
-	return providers.WriteResult{Version: sc.Version, LastModified: sc.Modified}, nil
+	return driver.WriteResult{Version: sc.Version, LastModified: sc.Modified}, nil
 }
 
 // commit puts data and sc in place so that a crash at any point leaves the
 // old object or the new one whole. It runs under the key's lock.
-func (s *Store) commit(f paths, data []byte, sc *sidecar) error {
+func (s *store) commit(f paths, data []byte, sc *sidecar) error {
 	sum := sha256.Sum256(data)
 	sc.SHA256 = hex.EncodeToString(sum[:])
 	if !safeguards.PathLock.Load() {
@@ -939,7 +954,7 @@ func (s *Store) commit(f paths, data []byte, sc *sidecar) error {
 // errCommitted marks a failure after a write's commit point.
 var errCommitted = errors.New("after commit")
 
-func (s *Store) crashPoint(stage string) {
+func (s *store) crashPoint(stage string) {
 	if s.crash != nil {
 		s.crash(stage)
 	}
@@ -1013,12 +1028,12 @@ const (
 // lock takes the exclusive lock on f's object. With mkdir it first creates
 // the object's directory; without, it returns errNoDir if that is missing.
 // It gives up when ctx ends, with an error wrapping ctx's cause.
-func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unlock func(), err error) {
+func (s *store) lock(ctx context.Context, op string, f paths, mkdir bool) (unlock func(), err error) {
 	wrap := func(err error) error {
 		if errors.Is(err, syscall.ENOTDIR) {
-			return providers.Wrap(op, f.key, fmt.Errorf("%w: a prefix of the key is an object", providers.ErrInvalidKey), err)
+			return driver.Wrap(op, f.key, fmt.Errorf("%w: a prefix of the key is an object", driver.ErrInvalidKey), err)
 		}
-		return &providers.Error{Op: op, Key: f.key, Err: fmt.Errorf("lock: %w", err)}
+		return &driver.Error{Op: op, Key: f.key, Err: fmt.Errorf("lock: %w", err)}
 	}
 	if ctx.Err() != nil {
 		return nil, wrap(context.Cause(ctx))
@@ -1089,7 +1104,7 @@ func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 // that was never written or was deleted leaves nothing behind. Removing it
 // is safe while holding it: whoever waits for it sees it gone and starts
 // over.
-func (s *Store) unlock(f paths, lf *os.File, legacy bool) {
+func (s *store) unlock(f paths, lf *os.File, legacy bool) {
 	defer lf.Close() // closing releases the flock
 	if legacy {
 		return
@@ -1121,9 +1136,9 @@ func stillLinked(lf *os.File, name string) (bool, error) {
 	return os.SameFile(a, b), nil
 }
 
-// Delete implements providers.Driver. Directories it leaves empty are
+// Delete implements driver.Driver. Directories it leaves empty are
 // removed, so that their names are free for objects.
-func (s *Store) Delete(ctx context.Context, key string, ifVersion string) (err error) {
+func (s *store) Delete(ctx context.Context, key string, ifVersion string) (err error) {
 	defer refused(&err)
 	f, err := s.files("delete", key)
 	if err != nil {
@@ -1131,7 +1146,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) (err e
 	}
 	unlock, err := s.lock(ctx, "delete", f, false)
 	if errors.Is(err, errNoDir) {
-		return providers.Wrap("delete", key, fmt.Errorf("%w: no such object", providers.ErrPrecondition), nil)
+		return driver.Wrap("delete", key, fmt.Errorf("%w: no such object", driver.ErrPrecondition), nil)
 	}
 	if err != nil {
 		return err
@@ -1139,7 +1154,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) (err e
 	defer unlock()
 	cur, err := settle(f)
 	if err != nil {
-		return &providers.Error{Op: "delete", Key: key, Err: err}
+		return &driver.Error{Op: "delete", Key: key, Err: err}
 	}
 	cur.close()
 	if err := match("delete", cur, ifVersion); err != nil {
@@ -1149,20 +1164,20 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) (err e
 	// forward, then the data, and the sidecar only once the data is gone.
 	for _, p := range []string{f.pending, f.attrsNew} {
 		if err := os.Remove(p); err != nil && !absent(err) {
-			return &providers.Error{Op: "delete", Key: key, Err: err}
+			return &driver.Error{Op: "delete", Key: key, Err: err}
 		}
 	}
 	if err := os.Remove(f.data); err != nil {
-		return &providers.Error{Op: "delete", Key: key, Err: err}
+		return &driver.Error{Op: "delete", Key: key, Err: err}
 	}
 	if err := syncDir(f.dir); err != nil {
-		return providers.Wrap("delete", key, providers.ErrUnknownOutcome, err)
+		return driver.Wrap("delete", key, driver.ErrUnknownOutcome, err)
 	}
 	if err := os.Remove(f.attrs); err != nil && !absent(err) {
-		return providers.Wrap("delete", key, providers.ErrUnknownOutcome, err)
+		return driver.Wrap("delete", key, driver.ErrUnknownOutcome, err)
 	}
 	if err := syncDir(f.dir); err != nil {
-		return providers.Wrap("delete", key, providers.ErrUnknownOutcome, err)
+		return driver.Wrap("delete", key, driver.ErrUnknownOutcome, err)
 	}
 	if !safeguards.PathLock.Load() {
 		s.prune(f.dir)
@@ -1170,8 +1185,8 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) (err e
 	return nil // unlock removes the lock file and empty directories
 }
 
-// List implements providers.Driver. The page token is the last key returned.
-func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (_ providers.ListPage, err error) {
+// List implements driver.Driver. The page token is the last key returned.
+func (s *store) List(ctx context.Context, prefix, pageToken string, pageSize int) (_ driver.ListPage, err error) {
 	defer refused(&err)
 	if pageSize <= 0 {
 		pageSize = 1000
@@ -1180,12 +1195,12 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 	dirKey := prefix[:strings.LastIndex(prefix, "/")+1]
 	if dirKey != "" {
 		if why := checkKey(strings.TrimSuffix(dirKey, "/")); why != "" {
-			return providers.ListPage{}, providers.Wrap("list", prefix, fmt.Errorf("%w: %s", providers.ErrInvalidKey, why), nil)
+			return driver.ListPage{}, driver.Wrap("list", prefix, fmt.Errorf("%w: %s", driver.ErrInvalidKey, why), nil)
 		}
 	}
 	l := lister{ctx: ctx, s: s, prefix: prefix, token: pageToken, size: pageSize}
 	if err := l.walk(dirKey); err != nil && err != errPageFull {
-		return providers.ListPage{}, err
+		return driver.ListPage{}, err
 	}
 	return l.page, nil
 }
@@ -1204,24 +1219,24 @@ func readDir(dir string) ([]fs.DirEntry, error) {
 
 type lister struct {
 	ctx           context.Context
-	s             *Store
+	s             *store
 	prefix, token string
 	size          int
-	page          providers.ListPage
+	page          driver.ListPage
 }
 
 // walk adds the objects under dirKey (a key prefix ending in '/', or "") to
 // the page in lexical key order.
 func (l *lister) walk(dirKey string) error {
 	if err := l.ctx.Err(); err != nil {
-		return &providers.Error{Op: "list", Key: l.prefix, Err: context.Cause(l.ctx)}
+		return &driver.Error{Op: "list", Key: l.prefix, Err: context.Cause(l.ctx)}
 	}
 	entries, err := readDir(join(l.s.dir(), dirKey))
 	if absent(err) {
 		return nil // removed while we walked, or never there
 	}
 	if err != nil {
-		return &providers.Error{Op: "list", Key: l.prefix, Err: err}
+		return &driver.Error{Op: "list", Key: l.prefix, Err: err}
 	}
 	// Keys under directory "a" start with "a/", and '/' sorts between other
 	// bytes, so order directories by name+"/".
@@ -1280,19 +1295,20 @@ func (l *lister) add(key string) error {
 	return nil
 }
 
-// Properties implements providers.Driver.
-func (s *Store) Properties() providers.Properties {
-	return providers.Properties{Name: "file", TimestampGranularity: time.Nanosecond, MaxKeyBytes: maxKeyBytes}
+// Properties implements driver.Driver.
+func (s *store) Properties() driver.Properties {
+	return driver.Properties{Name: "file", TimestampGranularity: time.Nanosecond, MaxKeyBytes: maxKeyBytes}
 }
 
-// As sets a **Store target to s.
-func (s *Store) As(target any) bool {
-	p, ok := target.(**Store)
+// As reaches no client (a file store has none); it sets a **store target
+// to s, which only this package's tests can name.
+func (s *store) As(target any) bool {
+	p, ok := target.(**store)
 	if ok {
 		*p = s
 	}
 	return ok
 }
 
-// Close implements providers.Driver; a file store holds nothing open.
-func (s *Store) Close() error { return nil }
+// Close implements driver.Driver; a file store holds nothing open.
+func (s *store) Close() error { return nil }

@@ -47,10 +47,6 @@ func TestOpenURL(t *testing.T) {
 	if key != "nightly" {
 		t.Errorf("key = %q, want nightly", key)
 	}
-	var fs *file.Store
-	if !st.As(&fs) {
-		t.Fatal("As(**file.Store) = false")
-	}
 	if _, err := st.Create(ctx, key, []byte("x"), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/api/googleapi"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 )
 
 // mapErr turns what the SDK returned for op on key into an error matching
@@ -18,7 +19,7 @@ import (
 // portable errors; the SDK's error stays in the chain for errors.As. slot
 // holds what DateTransport saw of the reply (nothing, for a client without
 // it); ctx is the call's, for the one bucket lookup a 404 may need.
-func (s *Store) mapErr(ctx context.Context, slot *replySlot, op, key string, err error) error {
+func (s *store) mapErr(ctx context.Context, slot *replySlot, op, key string, err error) error {
 	write := op == "create" || op == "replace" || op == "delete"
 	status := 0
 	var ge *googleapi.Error
@@ -93,7 +94,7 @@ func (s *Store) mapErr(ctx context.Context, slot *replySlot, op, key string, err
 		sentinel = providers.ErrInvalidKey
 	// No connection could be made (refused, DNS, TLS handshake): nothing
 	// was sent, so even a write's outcome is known.
-	case status == 0 && providers.ConnectFailed(err):
+	case status == 0 && driver.ConnectFailed(err):
 		sentinel = fmt.Errorf("%w: bucket %q", providers.ErrUnreachable, s.name)
 	// A write answered 5xx, or not answered at all (connection reset, lost
 	// response, timeout, context ended): it may have been applied.
@@ -111,7 +112,7 @@ func (s *Store) mapErr(ctx context.Context, slot *replySlot, op, key string, err
 // returns an error matching ErrNoBucket if it does not, ErrWrongEndpoint if
 // the answer came from no API, and nil if the bucket exists or the lookup
 // itself failed (the original answer then stands).
-func (s *Store) lookUpBucket(ctx context.Context) error {
+func (s *store) lookUpBucket(ctx context.Context) error {
 	ctx, slot := withReplySlot(ctx)
 	_, err := s.bucket.Attrs(ctx)
 	switch {

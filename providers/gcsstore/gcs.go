@@ -130,11 +130,12 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 )
 
-// Store is the providers.Driver for one GCS bucket; New puts it under a
+// store is the driver.Driver for one GCS bucket; New puts it under a
 // *providers.Bucket. It is safe for concurrent use.
-type Store struct {
+type store struct {
 	client *storage.Client
 	bucket *storage.BucketHandle
 	name   string // bucket name, for messages
@@ -144,7 +145,7 @@ type Store struct {
 	seen atomic.Bool
 }
 
-var _ providers.Driver = (*Store)(nil)
+var _ driver.Driver = (*store)(nil)
 
 // New returns the store for bucket that uses client. The caller keeps
 // ownership of client: Close does not close it.
@@ -152,9 +153,14 @@ func New(client *storage.Client, bucket string) *providers.Bucket {
 	return providers.NewBucket(NewDriver(client, bucket))
 }
 
-// NewDriver returns the driver New wraps.
-func NewDriver(client *storage.Client, bucket string) *Store {
-	return &Store{client: client, bucket: client.Bucket(bucket), name: bucket}
+// NewDriver returns the driver New wraps, for a caller that puts its own
+// layer (such as package faulty) between it and providers.NewBucket.
+func NewDriver(client *storage.Client, bucket string) driver.Driver {
+	return newStore(client, bucket)
+}
+
+func newStore(client *storage.Client, bucket string) *store {
+	return &store{client: client, bucket: client.Bucket(bucket), name: bucket}
 }
 
 // Largest page a GCS listing returns.
@@ -163,8 +169,8 @@ const maxPageSize = 1000
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Properties reports GCS's declared properties.
-func (s *Store) Properties() providers.Properties {
-	return providers.Properties{
+func (s *store) Properties() driver.Properties {
+	return driver.Properties{
 		Name:           "gcs",
 		VersionsRepeat: false,
 		// Get's LastModified is the Last-Modified header.
@@ -176,7 +182,7 @@ func (s *Store) Properties() providers.Properties {
 }
 
 // CheckKey refuses the names GCS refuses beyond the portable rules.
-func (s *Store) CheckKey(key string) error {
+func (s *store) CheckKey(key string) error {
 	if key == "." || key == ".." {
 		return errors.New(`object name is "." or ".."`)
 	}
@@ -185,7 +191,7 @@ func (s *Store) CheckKey(key string) error {
 
 // As sets target, a **storage.Client or **storage.BucketHandle, to the
 // store's client or bucket handle.
-func (s *Store) As(target any) bool {
+func (s *store) As(target any) bool {
 	switch t := target.(type) {
 	case **storage.Client:
 		*t = s.client
@@ -198,7 +204,7 @@ func (s *Store) As(target any) bool {
 }
 
 // Close closes the client if the store opened it from a URL.
-func (s *Store) Close() error {
+func (s *store) Close() error {
 	if s.owned {
 		return s.client.Close()
 	}
@@ -206,7 +212,7 @@ func (s *Store) Close() error {
 }
 
 // Stat reads the attributes and metadata of key.
-func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
+func (s *store) Stat(ctx context.Context, key string) (*driver.Attrs, error) {
 	ctx, slot := withReplySlot(ctx)
 	oa, err := s.bucket.Object(key).Attrs(ctx)
 	if err != nil {
@@ -220,15 +226,15 @@ func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) 
 
 // Read reads key in one request: the reply carries the bytes, the
 // generation and (XML API) the metadata.
-func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reader, error) {
+func (s *store) Read(ctx context.Context, key string, _ int64) (*driver.Reader, error) {
 	ctx, slot := withReplySlot(ctx)
 	r, err := s.bucket.Object(key).NewReader(ctx)
 	if err != nil {
 		return nil, s.mapErr(ctx, slot, "get", key, err)
 	}
 	s.seen.Store(true)
-	return &providers.Reader{
-		Attrs: providers.Attrs{
+	return &driver.Reader{
+		Attrs: driver.Attrs{
 			Key:          key,
 			Version:      strconv.FormatInt(r.Attrs.Generation, 10),
 			Size:         r.Attrs.Size,
@@ -241,20 +247,20 @@ func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reade
 }
 
 // Create writes key only if no object exists under it.
-func (s *Store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+func (s *store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
 	return s.write(ctx, "create", key, data, metadata, storage.Conditions{DoesNotExist: true})
 }
 
 // Replace writes key only if its current generation is ifVersion.
-func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+func (s *store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
 	gen, err := parseVersion(ifVersion)
 	if err != nil {
-		return providers.WriteResult{}, fmt.Errorf("%w: %w", providers.ErrPrecondition, err)
+		return driver.WriteResult{}, fmt.Errorf("%w: %w", driver.ErrPrecondition, err)
 	}
 	return s.write(ctx, "replace", key, data, metadata, storage.Conditions{GenerationMatch: gen})
 }
 
-func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond storage.Conditions) (providers.WriteResult, error) {
+func (s *store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond storage.Conditions) (driver.WriteResult, error) {
 	ctx, slot := withReplySlot(ctx)
 	w := s.bucket.Object(key).If(cond).Retryer(storage.WithPolicy(storage.RetryNever)).NewWriter(ctx)
 	w.ChunkSize = 0 // one request, nothing buffered for a resend
@@ -269,11 +275,11 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata
 		err = cerr
 	}
 	if err != nil {
-		return providers.WriteResult{}, s.mapErr(ctx, slot, op, key, err)
+		return driver.WriteResult{}, s.mapErr(ctx, slot, op, key, err)
 	}
 	s.seen.Store(true)
 	oa := w.Attrs()
-	return providers.WriteResult{
+	return driver.WriteResult{
 		Version:      strconv.FormatInt(oa.Generation, 10),
 		LastModified: oa.Updated,
 		StoreTime:    slot.date(),
@@ -281,10 +287,10 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata
 }
 
 // Delete removes key only if its current generation is ifVersion.
-func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
+func (s *store) Delete(ctx context.Context, key string, ifVersion string) error {
 	gen, err := parseVersion(ifVersion)
 	if err != nil {
-		return fmt.Errorf("%w: %w", providers.ErrPrecondition, err)
+		return fmt.Errorf("%w: %w", driver.ErrPrecondition, err)
 	}
 	ctx, slot := withReplySlot(ctx)
 	// Naming the generation makes fake-gcs-server honour the precondition
@@ -301,30 +307,30 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 
 // List returns up to pageSize objects under prefix (GCS's page limit, 1000,
 // when pageSize <= 0 or larger), in lexical order. Metadata is not fetched.
-func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+func (s *store) List(ctx context.Context, prefix, pageToken string, pageSize int) (driver.ListPage, error) {
 	if pageSize <= 0 || pageSize > maxPageSize {
 		pageSize = maxPageSize
 	}
 	q := &storage.Query{Prefix: prefix}
 	if err := q.SetAttrSelection([]string{"Name", "Generation", "Size", "Updated"}); err != nil {
-		return providers.ListPage{}, err
+		return driver.ListPage{}, err
 	}
 	ctx, slot := withReplySlot(ctx)
 	var objs []*storage.ObjectAttrs
 	next, err := iterator.NewPager(s.bucket.Objects(ctx, q), pageSize, pageToken).NextPage(&objs)
 	if err != nil {
-		return providers.ListPage{}, s.mapErr(ctx, slot, "list", prefix, err)
+		return driver.ListPage{}, s.mapErr(ctx, slot, "list", prefix, err)
 	}
 	s.seen.Store(true)
-	page := providers.ListPage{Objects: make([]providers.Attrs, 0, len(objs)), NextToken: next}
+	page := driver.ListPage{Objects: make([]driver.Attrs, 0, len(objs)), NextToken: next}
 	for _, oa := range objs {
 		page.Objects = append(page.Objects, attrs(oa))
 	}
 	return page, nil
 }
 
-func attrs(oa *storage.ObjectAttrs) providers.Attrs {
-	return providers.Attrs{
+func attrs(oa *storage.ObjectAttrs) driver.Attrs {
+	return driver.Attrs{
 		Key:          oa.Name,
 		Version:      strconv.FormatInt(oa.Generation, 10),
 		Size:         oa.Size,

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/wirecount"
 )
 
 const (
@@ -559,5 +560,39 @@ func TestUnreachable(t *testing.T) {
 		if !strings.Contains(err.Error(), `"`+testBucket+`"`) {
 			t.Errorf("%s: error does not name the bucket: %v", op, err)
 		}
+	}
+}
+
+// TestOpenWithTransport: OpenOptions.Transport wraps the client's
+// transport for the store it opens, and for no other.
+func TestOpenWithTransport(t *testing.T) {
+	f := newFakeGCS(t, objectJSON(7, `{}`))
+	raw := "gs://" + testBucket + "/leases/job%20one?endpoint=" + url.QueryEscape(f.URL+"/storage/v1/")
+	var wc *wirecount.Transport
+	counted, key, err := providers.OpenWith(t.Context(), raw, providers.OpenOptions{
+		Transport: func(base http.RoundTripper) http.RoundTripper {
+			wc = wirecount.New(base)
+			return wc
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer counted.Close()
+	if wc == nil {
+		t.Fatal("the opener did not call OpenOptions.Transport")
+	}
+	if _, err := counted.Stat(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	plain, key, err := providers.Open(t.Context(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := plain.Stat(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if got := wc.Counts(); got.Total() != 1 {
+		t.Errorf("counted %v, want the one request of the store opened with the transport", got)
 	}
 }

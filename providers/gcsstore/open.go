@@ -20,19 +20,23 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-func init() { providers.Register("gs", open) }
+func init() {
+	if err := providers.Register("gs", open); err != nil {
+		panic(err)
+	}
+}
 
 // open is the Opener for gs://BUCKET/KEY URLs.
-func open(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
+func open(ctx context.Context, u *url.URL, oo providers.OpenOptions) (*providers.Bucket, string, error) {
 	bucket, key, endpoint, err := parseURL(u)
 	if err != nil {
 		return nil, "", err
 	}
-	client, err := newClient(ctx, endpoint)
+	client, err := newClient(ctx, endpoint, oo)
 	if err != nil {
 		return nil, "", fmt.Errorf("gcs: client for bucket %q: %w", bucket, err)
 	}
-	d := NewDriver(client, bucket)
+	d := newStore(client, bucket)
 	d.owned = true
 	return providers.NewBucket(d), key, nil
 }
@@ -97,10 +101,10 @@ const readAttempts = 3
 // emulator (STORAGE_EMULATOR_HOST, or an http:// endpoint) through the JSON
 // API, which fake-gcs-server serves whatever its -public-host and which
 // there carries metadata too.
-func newClient(ctx context.Context, endpoint string) (*storage.Client, error) {
+func newClient(ctx context.Context, endpoint string, oo providers.OpenOptions) (*storage.Client, error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 100 // as the SDK's own transport does for GCS
-	wire, _ := providers.Transport(ctx, base)
+	wire, _ := oo.RoundTripper(base)
 	rt := DateTransport(wire)
 	var opts []option.ClientOption
 	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || strings.HasPrefix(endpoint, "http://") {

@@ -19,16 +19,17 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 )
 
-func init() { providers.Register("mem", open) }
+func init() {
+	if err := providers.Register("mem", open); err != nil {
+		panic(err)
+	}
+}
 
-// Store is the portable store New returns; the name is kept so that code
-// holding a *mem.Store needs no change.
-type Store = providers.Bucket
-
-// driver holds objects in memory.
-type driver struct {
+// store is the driver.Driver that holds objects in memory.
+type store struct {
 	now func() time.Time
 
 	mu      sync.Mutex
@@ -45,28 +46,32 @@ type object struct {
 	modified time.Time
 }
 
-// Option configures a Store.
-type Option func(*driver)
+// Option configures a memory store.
+type Option func(*store)
 
 // WithClock makes the store take LastModified and StoreTime from now instead
 // of time.Now.
-func WithClock(now func() time.Time) Option { return func(d *driver) { d.now = now } }
+func WithClock(now func() time.Time) Option { return func(d *store) { d.now = now } }
 
 // New returns an empty store.
-func New(opts ...Option) *Store {
-	d := &driver{now: time.Now, objects: map[string]*object{}}
+func New(opts ...Option) *providers.Bucket { return providers.NewBucket(NewDriver(opts...)) }
+
+// NewDriver returns the driver New wraps, for a caller that puts its own
+// layer (such as package faulty) between it and providers.NewBucket.
+func NewDriver(opts ...Option) driver.Driver {
+	d := &store{now: time.Now, objects: map[string]*object{}}
 	for _, o := range opts {
 		o(d)
 	}
-	return providers.NewBucket(d)
+	return d
 }
 
 var (
 	namedMu sync.Mutex
-	named   = map[string]*Store{}
+	named   = map[string]*providers.Bucket{}
 )
 
-func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
+func open(_ context.Context, u *url.URL, _ providers.OpenOptions) (*providers.Bucket, string, error) {
 	if u.Opaque != "" || u.Host == "" {
 		return nil, "", fmt.Errorf("%w %q: want mem://name/key", providers.ErrBadURL, u.Redacted())
 	}
@@ -83,8 +88,8 @@ func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	return s, strings.TrimPrefix(u.Path, "/"), nil
 }
 
-func (d *driver) attrs(key string, o *object, withMetadata bool) providers.Attrs {
-	a := providers.Attrs{
+func (d *store) attrs(key string, o *object, withMetadata bool) driver.Attrs {
+	a := driver.Attrs{
 		Key:          key,
 		Version:      o.version,
 		Size:         int64(len(o.data)),
@@ -97,29 +102,29 @@ func (d *driver) attrs(key string, o *object, withMetadata bool) providers.Attrs
 	return a
 }
 
-func (d *driver) Read(_ context.Context, key string, _ int64) (*providers.Reader, error) {
+func (d *store) Read(_ context.Context, key string, _ int64) (*driver.Reader, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	o := d.objects[key]
 	if o == nil {
-		return nil, providers.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
-	return providers.NewBytesReader(d.attrs(key, o, true), bytes.Clone(o.data)), nil
+	return driver.NewBytesReader(d.attrs(key, o, true), bytes.Clone(o.data)), nil
 }
 
-func (d *driver) Stat(_ context.Context, key string) (*providers.Attrs, error) {
+func (d *store) Stat(_ context.Context, key string) (*driver.Attrs, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	o := d.objects[key]
 	if o == nil {
-		return nil, providers.ErrNotFound
+		return nil, driver.ErrNotFound
 	}
 	a := d.attrs(key, o, true)
 	return &a, nil
 }
 
 // put stores a new version of key; d.mu must be held.
-func (d *driver) put(key string, data []byte, metadata map[string]string) providers.WriteResult {
+func (d *store) put(key string, data []byte, metadata map[string]string) driver.WriteResult {
 	d.last++
 	now := d.now()
 	o := &object{
@@ -131,28 +136,28 @@ func (d *driver) put(key string, data []byte, metadata map[string]string) provid
 		o.metadata = maps.Clone(metadata)
 	}
 	d.objects[key] = o
-	return providers.WriteResult{Version: o.version, LastModified: now, StoreTime: now}
+	return driver.WriteResult{Version: o.version, LastModified: now, StoreTime: now}
 }
 
-func (d *driver) Create(_ context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+func (d *store) Create(_ context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if o := d.objects[key]; o != nil {
-		return providers.WriteResult{}, fmt.Errorf("%w: exists at version %s", providers.ErrPrecondition, o.version)
+		return driver.WriteResult{}, fmt.Errorf("%w: exists at version %s", driver.ErrPrecondition, o.version)
 	}
 	return d.put(key, data, metadata), nil
 }
 
-func (d *driver) Replace(_ context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+func (d *store) Replace(_ context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.match(key, ifVersion); err != nil {
-		return providers.WriteResult{}, err
+		return driver.WriteResult{}, err
 	}
 	return d.put(key, data, metadata), nil
 }
 
-func (d *driver) Delete(_ context.Context, key string, ifVersion string) error {
+func (d *store) Delete(_ context.Context, key string, ifVersion string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.match(key, ifVersion); err != nil {
@@ -163,18 +168,18 @@ func (d *driver) Delete(_ context.Context, key string, ifVersion string) error {
 }
 
 // match reports ErrPrecondition unless key exists at ifVersion; d.mu must be held.
-func (d *driver) match(key, ifVersion string) error {
+func (d *store) match(key, ifVersion string) error {
 	o := d.objects[key]
 	switch {
 	case o == nil:
-		return fmt.Errorf("%w: no such object", providers.ErrPrecondition)
+		return fmt.Errorf("%w: no such object", driver.ErrPrecondition)
 	case o.version != ifVersion:
-		return fmt.Errorf("%w: version is %s, not %q", providers.ErrPrecondition, o.version, ifVersion)
+		return fmt.Errorf("%w: version is %s, not %q", driver.ErrPrecondition, o.version, ifVersion)
 	}
 	return nil
 }
 
-func (d *driver) List(_ context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+func (d *store) List(_ context.Context, prefix, pageToken string, pageSize int) (driver.ListPage, error) {
 	if pageSize <= 0 {
 		pageSize = 1000
 	}
@@ -187,7 +192,7 @@ func (d *driver) List(_ context.Context, prefix, pageToken string, pageSize int)
 		}
 	}
 	slices.Sort(keys)
-	var page providers.ListPage
+	var page driver.ListPage
 	if len(keys) > pageSize {
 		keys = keys[:pageSize]
 		page.NextToken = keys[pageSize-1]
@@ -200,12 +205,12 @@ func (d *driver) List(_ context.Context, prefix, pageToken string, pageSize int)
 
 // Properties declares nanosecond timestamps and the clouds' key limit, so
 // that a key too long for them fails in tests too.
-func (d *driver) Properties() providers.Properties {
-	return providers.Properties{Name: "mem", TimestampGranularity: time.Nanosecond, MaxKeyBytes: 1024}
+func (d *store) Properties() driver.Properties {
+	return driver.Properties{Name: "mem", TimestampGranularity: time.Nanosecond, MaxKeyBytes: 1024}
 }
 
-// As reaches nothing: the Bucket itself answers As(**mem.Store).
-func (d *driver) As(any) bool { return false }
+// As reaches nothing: the Bucket itself answers As(**providers.Bucket).
+func (d *store) As(any) bool { return false }
 
 // Close does nothing: the objects stay for anyone else holding the store.
-func (d *driver) Close() error { return nil }
+func (d *store) Close() error { return nil }

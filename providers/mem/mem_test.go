@@ -13,11 +13,11 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	providertest.Run(t, providertest.Config{Store: mem.New(), MissingBucket: mem.New(), CreatesBuckets: true, As: &providertest.AsCheck{
+	providertest.Run(t, providertest.Config{Bucket: mem.New(), MissingBucket: mem.New(), CreatesBuckets: true, As: &providertest.AsCheck{
 		Store: func(s providers.Store) error {
-			var m *mem.Store
-			if !s.As(&m) || m != s {
-				return errors.New("As(**mem.Store) did not reach the store")
+			var b *providers.Bucket
+			if !s.As(&b) || b != s {
+				return errors.New("As(**providers.Bucket) did not reach the Bucket")
 			}
 			return nil
 		},
@@ -46,9 +46,9 @@ func TestOpenURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sa, sb, so *mem.Store
+	var sa, sb, so *providers.Bucket
 	if !a.As(&sa) || !b.As(&sb) || !other.As(&so) {
-		t.Fatal("As(**mem.Store) = false")
+		t.Fatal("As(**providers.Bucket) = false")
 	}
 	if sa != sb {
 		t.Error("the same name opened two different stores")

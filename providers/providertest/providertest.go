@@ -1,6 +1,10 @@
-// Package providertest is the conformance suite every store runs from its own
-// tests. It uses only the providers.Store contract, so a store that passes it
-// behaves the way the lease protocol expects.
+// Package providertest is the conformance suite every store driver runs
+// from its own tests. It runs on the driver through the portable
+// *providers.Bucket (as the provider's New or Open returns it, or
+// providers.NewBucket over the driver) and uses only the providers.Store
+// contract, so a driver that passes it behaves the way the lease protocol
+// expects. It takes a Bucket, not any Store, so that what it tests is a
+// driver and not a layer that could stand in for the Bucket's checks.
 package providertest
 
 import (
@@ -18,25 +22,24 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-// Config describes the store under test.
+// Config describes the driver under test.
 type Config struct {
-	// Store is the store under test, as its constructor returns it (for a
-	// provider built on a Driver, a *providers.Bucket).
-	Store providers.Store
+	// Bucket is the portable Bucket over the driver under test.
+	Bucket *providers.Bucket
 	// Prefix starts every key the suite writes (unique per run, so shared
 	// buckets are safe); may be "".
 	Prefix string
 	// Racers and Rounds size the race tests (defaults 20 and 20).
 	Racers, Rounds int
 
-	// MissingBucket is a store like Store on a bucket that does not exist.
+	// MissingBucket is a Bucket like Bucket on a bucket that does not exist.
 	// It is required: a store without buckets of its own (mem, file) gives
 	// one on a namespace nobody has made, and sets CreatesBuckets.
-	MissingBucket providers.Store
+	MissingBucket *providers.Bucket
 	// CreatesBuckets: the store has no buckets to be missing; a namespace
 	// nobody made (MissingBucket) reads as empty and can be written to.
 	CreatesBuckets bool
-	// As checks what Store reaches with As and errors.As; nil for a store
+	// As checks what Bucket reaches with As and errors.As; nil for a driver
 	// that reaches nothing native (As must refuse a target of no known
 	// type either way).
 	As *AsCheck
@@ -53,8 +56,8 @@ type AsCheck struct {
 
 // Run runs every conformance test as subtests of t.
 func Run(t *testing.T, cfg Config) {
-	if cfg.Store == nil {
-		t.Fatal("providertest: Config.Store is nil")
+	if cfg.Bucket == nil || cfg.MissingBucket == nil {
+		t.Fatal("providertest: Config.Bucket and Config.MissingBucket are required (MissingBucket: on a bucket that does not exist, with CreatesBuckets for a store without buckets)")
 	}
 	if cfg.Racers <= 0 {
 		cfg.Racers = 20
@@ -114,7 +117,7 @@ func checkError(t *testing.T, err error, op, key string) {
 // create writes a new object and removes it when the test ends.
 func (s *suite) create(t *testing.T, key string, data []byte, md map[string]string) providers.WriteResult {
 	t.Helper()
-	res, err := s.Store.Create(t.Context(), key, data, md)
+	res, err := s.Bucket.Create(t.Context(), key, data, md)
 	if err != nil {
 		t.Fatalf("create %q: %v", key, err)
 	}
@@ -127,12 +130,12 @@ func (s *suite) cleanup(t *testing.T, key string) {
 	t.Cleanup(func() {
 		// t.Context is already cancelled when cleanups run.
 		ctx := context.Background()
-		a, err := s.Store.Stat(ctx, key)
+		a, err := s.Bucket.Stat(ctx, key)
 		if errors.Is(err, providers.ErrNotFound) {
 			return
 		}
 		if err == nil {
-			err = s.Store.Delete(ctx, key, a.Version)
+			err = s.Bucket.Delete(ctx, key, a.Version)
 		}
 		if err != nil {
 			t.Logf("cleanup of %q: %v", key, err)
@@ -142,7 +145,7 @@ func (s *suite) cleanup(t *testing.T, key string) {
 
 func (s *suite) get(t *testing.T, key string) *providers.Object {
 	t.Helper()
-	o, err := s.Store.Get(t.Context(), key, 0)
+	o, err := s.Bucket.Get(t.Context(), key, 0)
 	if err != nil {
 		t.Fatalf("get %q: %v", key, err)
 	}
@@ -179,9 +182,9 @@ func checkMetadata(t *testing.T, op, key string, got, want map[string]string) {
 
 func (s *suite) testNotFound(t *testing.T) {
 	key := s.key("notfound/missing")
-	_, err := s.Store.Get(t.Context(), key, 0)
+	_, err := s.Bucket.Get(t.Context(), key, 0)
 	wantErr(t, err, "get", key, providers.ErrNotFound)
-	_, err = s.Store.Stat(t.Context(), key)
+	_, err = s.Bucket.Stat(t.Context(), key)
 	wantErr(t, err, "stat", key, providers.ErrNotFound)
 }
 
@@ -202,7 +205,7 @@ func (s *suite) testCreateGet(t *testing.T) {
 	o.Data[0], o.Metadata["owner"] = 'X', "eve"
 	checkObject(t, s.get(t, key), key, want, wantMD, res.Version)
 
-	a, err := s.Store.Stat(t.Context(), key)
+	a, err := s.Bucket.Stat(t.Context(), key)
 	if err != nil {
 		t.Fatalf("stat %q: %v", key, err)
 	}
@@ -274,7 +277,7 @@ func (s *suite) testCreateRace(t *testing.T) {
 		s.cleanup(t, key)
 		outs := race(s.Racers, func(i int) writeOutcome {
 			data := fmt.Appendf(nil, "round %d racer %d", round, i)
-			res, err := s.Store.Create(t.Context(), key, data, nil)
+			res, err := s.Bucket.Create(t.Context(), key, data, nil)
 			return writeOutcome{res, err, data}
 		})
 		w, p, c := judgeRace(t, "create", key, round, outs)
@@ -291,7 +294,7 @@ func (s *suite) testReplaceRace(t *testing.T) {
 	for round := range s.Rounds {
 		outs := race(s.Racers, func(i int) writeOutcome {
 			data := fmt.Appendf(nil, "round %d racer %d", round, i)
-			res, err := s.Store.Replace(t.Context(), key, data, nil, version)
+			res, err := s.Bucket.Replace(t.Context(), key, data, nil, version)
 			return writeOutcome{res, err, data}
 		})
 		w, p, c := judgeRace(t, "replace", key, round, outs)
@@ -305,29 +308,29 @@ func (s *suite) testReplaceRace(t *testing.T) {
 func (s *suite) testPreconditions(t *testing.T) {
 	ctx := t.Context()
 	missing := s.key("preconditions/missing")
-	_, err := s.Store.Replace(ctx, missing, []byte("x"), nil, "some-version")
+	_, err := s.Bucket.Replace(ctx, missing, []byte("x"), nil, "some-version")
 	wantErr(t, err, "replace", missing, providers.ErrPrecondition)
-	err = s.Store.Delete(ctx, missing, "some-version")
+	err = s.Bucket.Delete(ctx, missing, "some-version")
 	wantErr(t, err, "delete", missing, providers.ErrPrecondition)
-	if _, err := s.Store.Stat(ctx, missing); !errors.Is(err, providers.ErrNotFound) {
+	if _, err := s.Bucket.Stat(ctx, missing); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("stat %q after refused writes: %v, want ErrNotFound", missing, err)
 	}
 
 	key := s.key("preconditions/obj")
 	stale := s.create(t, key, []byte("first"), nil).Version
 	data, md := []byte("second"), map[string]string{"gen": "2"}
-	res, err := s.Store.Replace(ctx, key, data, md, stale)
+	res, err := s.Bucket.Replace(ctx, key, data, md, stale)
 	if err != nil {
 		t.Fatalf("replace %q: %v", key, err)
 	}
-	_, err = s.Store.Create(ctx, key, []byte("again"), nil)
+	_, err = s.Bucket.Create(ctx, key, []byte("again"), nil)
 	wantErr(t, err, "create", key, providers.ErrPrecondition)
 	// A stale, an empty and a made-up version must all be refused: a store
 	// that drops an empty condition would overwrite unconditionally.
 	for _, v := range []string{stale, "", "no-such-version"} {
-		_, err = s.Store.Replace(ctx, key, []byte("third"), nil, v)
+		_, err = s.Bucket.Replace(ctx, key, []byte("third"), nil, v)
 		wantErr(t, err, "replace", key, providers.ErrPrecondition)
-		err = s.Store.Delete(ctx, key, v)
+		err = s.Bucket.Delete(ctx, key, v)
 		wantErr(t, err, "delete", key, providers.ErrPrecondition)
 	}
 	checkObject(t, s.get(t, key), key, data, md, res.Version)
@@ -337,14 +340,14 @@ func (s *suite) testDelete(t *testing.T) {
 	ctx := t.Context()
 	key := s.key("delete/obj")
 	res := s.create(t, key, []byte("short-lived"), nil)
-	if err := s.Store.Delete(ctx, key, res.Version); err != nil {
+	if err := s.Bucket.Delete(ctx, key, res.Version); err != nil {
 		t.Fatalf("delete %q: %v", key, err)
 	}
-	_, err := s.Store.Get(ctx, key, 0)
+	_, err := s.Bucket.Get(ctx, key, 0)
 	wantErr(t, err, "get", key, providers.ErrNotFound)
-	_, err = s.Store.Stat(ctx, key)
+	_, err = s.Bucket.Stat(ctx, key)
 	wantErr(t, err, "stat", key, providers.ErrNotFound)
-	err = s.Store.Delete(ctx, key, res.Version)
+	err = s.Bucket.Delete(ctx, key, res.Version)
 	wantErr(t, err, "delete", key, providers.ErrPrecondition)
 	// The key is free again.
 	res = s.create(t, key, []byte("reborn"), nil)
@@ -362,7 +365,7 @@ func (s *suite) testMetadata(t *testing.T) {
 	}
 	res := s.create(t, key, []byte("x"), md)
 	checkObject(t, s.get(t, key), key, []byte("x"), md, res.Version)
-	a, err := s.Store.Stat(ctx, key)
+	a, err := s.Bucket.Stat(ctx, key)
 	if err != nil {
 		t.Fatalf("stat %q: %v", key, err)
 	}
@@ -370,12 +373,12 @@ func (s *suite) testMetadata(t *testing.T) {
 
 	// Replace sets the metadata wholesale: keys not given are gone.
 	md2 := map[string]string{"owner": "bob jones"}
-	res, err = s.Store.Replace(ctx, key, []byte("y"), md2, res.Version)
+	res, err = s.Bucket.Replace(ctx, key, []byte("y"), md2, res.Version)
 	if err != nil {
 		t.Fatalf("replace %q: %v", key, err)
 	}
 	checkObject(t, s.get(t, key), key, []byte("y"), md2, res.Version)
-	res, err = s.Store.Replace(ctx, key, []byte("z"), nil, res.Version)
+	res, err = s.Bucket.Replace(ctx, key, []byte("z"), nil, res.Version)
 	if err != nil {
 		t.Fatalf("replace %q: %v", key, err)
 	}
@@ -386,10 +389,10 @@ func (s *suite) testMaxBytes(t *testing.T) {
 	key := s.key("maxbytes/obj")
 	data := bytes.Repeat([]byte("0123456789"), 10)
 	res := s.create(t, key, data, nil)
-	_, err := s.Store.Get(t.Context(), key, int64(len(data))-1)
+	_, err := s.Bucket.Get(t.Context(), key, int64(len(data))-1)
 	wantErr(t, err, "get", key, providers.ErrTooLarge)
 	for _, limit := range []int64{int64(len(data)), int64(len(data)) + 1, 0, -1} {
-		o, err := s.Store.Get(t.Context(), key, limit)
+		o, err := s.Bucket.Get(t.Context(), key, limit)
 		if err != nil {
 			t.Errorf("get %q with maxBytes %d: %v", key, limit, err)
 			continue
@@ -407,7 +410,7 @@ func (s *suite) listAll(t *testing.T, prefix string, pageSize int) []providers.A
 		if page > 1000 {
 			t.Fatalf("list %q: no end after %d pages", prefix, page)
 		}
-		p, err := s.Store.List(t.Context(), prefix, token, pageSize)
+		p, err := s.Bucket.List(t.Context(), prefix, token, pageSize)
 		if err != nil {
 			t.Fatalf("list %q page %d: %v", prefix, page, err)
 		}
@@ -491,7 +494,7 @@ func (s *suite) testUnicodeKeys(t *testing.T) {
 	md := map[string]string{"note": "a b"}
 	res := s.create(t, key, []byte("v1"), md)
 	checkObject(t, s.get(t, key), key, []byte("v1"), md, res.Version)
-	res, err := s.Store.Replace(ctx, key, []byte("v2"), nil, res.Version)
+	res, err := s.Bucket.Replace(ctx, key, []byte("v2"), nil, res.Version)
 	if err != nil {
 		t.Fatalf("replace %q: %v", key, err)
 	}
@@ -500,24 +503,24 @@ func (s *suite) testUnicodeKeys(t *testing.T) {
 	if len(got) != 1 || got[0].Key != key || got[0].Version != res.Version {
 		t.Errorf("list %q: got %+v, want only %q at version %q", dir, got, key, res.Version)
 	}
-	if err := s.Store.Delete(ctx, key, res.Version); err != nil {
+	if err := s.Bucket.Delete(ctx, key, res.Version); err != nil {
 		t.Fatalf("delete %q: %v", key, err)
 	}
-	_, err = s.Store.Stat(ctx, key)
+	_, err = s.Bucket.Stat(ctx, key)
 	wantErr(t, err, "stat", key, providers.ErrNotFound)
 }
 
 func (s *suite) testVersions(t *testing.T) {
 	ctx := t.Context()
 	key := s.key("versions/obj")
-	repeats := s.Store.Properties().VersionsRepeat
+	repeats := s.Bucket.Properties().VersionsRepeat
 	seen := map[string]string{} // version -> the write that produced it
 	record := func(what string, res providers.WriteResult, err error, identical bool) string {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s %q: %v", what, key, err)
 		}
-		a, err := s.Store.Stat(ctx, key)
+		a, err := s.Bucket.Stat(ctx, key)
 		if err != nil {
 			t.Fatalf("stat %q: %v", key, err)
 		}
@@ -539,19 +542,19 @@ func (s *suite) testVersions(t *testing.T) {
 		seen[res.Version] = what
 		return res.Version
 	}
-	res, err := s.Store.Create(ctx, key, []byte("one"), nil)
+	res, err := s.Bucket.Create(ctx, key, []byte("one"), nil)
 	s.cleanup(t, key)
 	v := record("create one", res, err, false)
-	res, err = s.Store.Replace(ctx, key, []byte("two"), nil, v)
+	res, err = s.Bucket.Replace(ctx, key, []byte("two"), nil, v)
 	v = record("replace two", res, err, false)
-	res, err = s.Store.Replace(ctx, key, []byte("two"), nil, v)
+	res, err = s.Bucket.Replace(ctx, key, []byte("two"), nil, v)
 	v = record("replace two again", res, err, true)
-	res, err = s.Store.Replace(ctx, key, []byte("one"), nil, v)
+	res, err = s.Bucket.Replace(ctx, key, []byte("one"), nil, v)
 	v = record("replace one again", res, err, true)
-	if err := s.Store.Delete(ctx, key, v); err != nil {
+	if err := s.Bucket.Delete(ctx, key, v); err != nil {
 		t.Fatalf("delete %q: %v", key, err)
 	}
-	res, err = s.Store.Create(ctx, key, []byte("one"), nil)
+	res, err = s.Bucket.Create(ctx, key, []byte("one"), nil)
 	record("recreate one", res, err, true)
 }
 
@@ -578,13 +581,13 @@ func (s *suite) testTimestamps(t *testing.T) {
 	o := s.get(t, key)
 	check("get LastModified", o.LastModified)
 	check("get StoreTime", o.StoreTime)
-	a, err := s.Store.Stat(ctx, key)
+	a, err := s.Bucket.Stat(ctx, key)
 	if err != nil {
 		t.Fatalf("stat %q: %v", key, err)
 	}
 	check("stat LastModified", a.LastModified)
 	check("stat StoreTime", a.StoreTime)
-	t.Logf("declared timestamp granularity %v", s.Store.Properties().TimestampGranularity)
+	t.Logf("declared timestamp granularity %v", s.Bucket.Properties().TimestampGranularity)
 }
 
 // A write whose context is done before it is sent is never sent: it fails
@@ -606,14 +609,14 @@ func (s *suite) testCancelledBeforeSending(t *testing.T) {
 			checkError(t, err, op, key)
 		}
 	}
-	_, err := s.Store.Create(ctx, fresh, []byte("new"), nil)
+	_, err := s.Bucket.Create(ctx, fresh, []byte("new"), nil)
 	check("create", fresh, err)
-	_, err = s.Store.Replace(ctx, key, []byte("changed"), nil, res.Version)
+	_, err = s.Bucket.Replace(ctx, key, []byte("changed"), nil, res.Version)
 	check("replace", key, err)
-	check("delete", key, s.Store.Delete(ctx, key, res.Version))
+	check("delete", key, s.Bucket.Delete(ctx, key, res.Version))
 
 	checkObject(t, s.get(t, key), key, []byte("kept"), nil, res.Version)
-	if _, err := s.Store.Stat(t.Context(), fresh); !errors.Is(err, providers.ErrNotFound) {
+	if _, err := s.Bucket.Stat(t.Context(), fresh); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("stat %q after a cancelled create: %v, want ErrNotFound", fresh, err)
 	}
 }
@@ -622,9 +625,6 @@ func (s *suite) testCancelledBeforeSending(t *testing.T) {
 // lease in a bucket nobody created must not read as "free".
 func (s *suite) testMissingBucket(t *testing.T) {
 	st := s.MissingBucket
-	if st == nil {
-		t.Fatal("Config.MissingBucket is not set: give a store on a bucket that does not exist (with CreatesBuckets for a store without buckets)")
-	}
 	ctx := t.Context()
 	key := s.key("nobucket/obj")
 	if s.CreatesBuckets {
@@ -661,20 +661,20 @@ func (s *suite) testMissingBucket(t *testing.T) {
 
 func (s *suite) testAs(t *testing.T) {
 	var nothing *struct{ unknown int }
-	if s.Store.As(&nothing) {
+	if s.Bucket.As(&nothing) {
 		t.Error("As accepted a target of no type the store knows")
 	}
 	if s.As == nil {
 		return
 	}
 	if s.As.Store != nil {
-		if err := s.As.Store(s.Store); err != nil {
+		if err := s.As.Store(s.Bucket); err != nil {
 			t.Errorf("As: %v", err)
 		}
 	}
 	if s.As.Error != nil {
 		key := s.key("as/missing")
-		_, err := s.Store.Get(t.Context(), key, 0)
+		_, err := s.Bucket.Get(t.Context(), key, 0)
 		if err == nil {
 			t.Fatalf("get %q: success, want ErrNotFound", key)
 		}

@@ -12,6 +12,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 )
 
 // Names this package gave the portable errors before package providers had
@@ -62,7 +63,7 @@ const (
 // mapError is the one place where S3 answers become portable errors. Rows
 // are checked in order; the comment on each says which store behaviour it
 // covers. The result names op and key and wraps err.
-func (s *Store) mapError(op, key string, req request, err error) error {
+func (s *store) mapError(op, key string, req request, err error) error {
 	a := inspect(err)
 	var sentinel error
 	switch {
@@ -122,7 +123,7 @@ func (s *Store) mapError(op, key string, req request, err error) error {
 
 	// No connection could be made (refused, DNS, TLS handshake): the
 	// request was never sent, so even a write's outcome is known.
-	case a.status == 0 && providers.ConnectFailed(err):
+	case a.status == 0 && driver.ConnectFailed(err):
 		sentinel = fmt.Errorf("%w: bucket %q", providers.ErrUnreachable, s.bucket)
 
 	// A write whose reply we did not get or could not read, that the
@@ -139,7 +140,7 @@ func (s *Store) mapError(op, key string, req request, err error) error {
 		if m := ae.ErrorMessage(); m != "" {
 			summary += ": " + m
 		}
-		err = providers.Native(summary, err)
+		err = driver.Native(summary, err)
 	}
 	if sentinel == nil {
 		return &providers.Error{Op: op, Key: key, Err: err}
@@ -151,7 +152,7 @@ func (s *Store) mapError(op, key string, req request, err error) error {
 // bucket is known to exist: a one-key listing names the cause in its body.
 // If the listing is refused too (a policy without s3:ListBucket) or fails,
 // the 404 stays ErrNotFound.
-func (s *Store) whyMissing(ctx context.Context, key string, headErr error) error {
+func (s *store) whyMissing(ctx context.Context, key string, headErr error) error {
 	_, err := s.client.ListObjectsV2(ctx, &s3sdk.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &key, MaxKeys: aws.Int32(1)})
 	if err == nil {
 		s.seen.Store(true)

@@ -18,7 +18,11 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-func init() { providers.Register("s3", open) }
+func init() {
+	if err := providers.Register("s3", open); err != nil {
+		panic(err)
+	}
+}
 
 // BucketRule is the rule for S3 bucket names (general purpose and
 // directory buckets) that Open enforces before any request. Buckets created
@@ -83,7 +87,7 @@ func parseURL(u *url.URL) (urlConfig, error) {
 }
 
 // open is the Opener for s3:// URLs; see the package doc.
-func open(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
+func open(ctx context.Context, u *url.URL, oo providers.OpenOptions) (*providers.Bucket, string, error) {
 	c, err := parseURL(u)
 	if err != nil {
 		return nil, "", err
@@ -108,7 +112,7 @@ func open(ctx context.Context, u *url.URL) (*providers.Bucket, string, error) {
 		pathStyle = *c.pathStyle
 	}
 	client := s3sdk.NewFromConfig(cfg, func(o *s3sdk.Options) {
-		if rt, ok := providers.Transport(ctx, http.DefaultTransport.(*http.Transport).Clone()); ok {
+		if rt, ok := oo.RoundTripper(http.DefaultTransport.(*http.Transport).Clone()); ok {
 			o.HTTPClient = &http.Client{Transport: rt}
 		}
 		if c.endpoint != "" {

@@ -12,6 +12,7 @@ import (
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/wirecount"
 )
 
 func TestParseURL(t *testing.T) {
@@ -164,4 +165,38 @@ func TestOpen(t *testing.T) {
 			t.Error("path_style=false gave a path-style client")
 		}
 	})
+}
+
+// TestOpenWithTransport: OpenOptions.Transport wraps the client's
+// transport for the store it opens, and for no other.
+func TestOpenWithTransport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { headOK(w) }))
+	defer srv.Close()
+	isolateAWSEnv(t)
+	ctx := t.Context()
+	var wc *wirecount.Transport
+	counted, key, err := providers.OpenWith(ctx, "s3://bkt/k?endpoint="+srv.URL, providers.OpenOptions{
+		Transport: func(base http.RoundTripper) http.RoundTripper {
+			wc = wirecount.New(base)
+			return wc
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wc == nil {
+		t.Fatal("the opener did not call OpenOptions.Transport")
+	}
+	if _, err := counted.Stat(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	plain, key, err := providers.Open(ctx, "s3://bkt/k?endpoint="+srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Stat(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if got := wc.Counts(); got["HEAD"] != 1 || got.Total() != 1 {
+		t.Errorf("counted %v, want the one HEAD of the store opened with the transport", got)
+	}
 }

@@ -117,14 +117,15 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 )
 
 // maxKeyBytes is S3's limit on the length of a key.
 const maxKeyBytes = 1024
 
-// Store is the providers.Driver for one S3 bucket; New puts it under a
+// store is the driver.Driver for one S3 bucket; New puts it under a
 // *providers.Bucket. It is safe for concurrent use.
-type Store struct {
+type store struct {
 	client *s3sdk.Client
 	bucket string
 	// seen: a reply has shown that the bucket exists, so a HEAD's bare
@@ -132,7 +133,7 @@ type Store struct {
 	seen atomic.Bool
 }
 
-var _ providers.Driver = (*Store)(nil)
+var _ driver.Driver = (*store)(nil)
 
 // New returns the store for bucket that uses client, which the caller has
 // configured (credentials, region, endpoint, HTTP client, retries).
@@ -140,10 +141,10 @@ func New(client *s3sdk.Client, bucket string) *providers.Bucket {
 	return providers.NewBucket(NewDriver(client, bucket))
 }
 
-// NewDriver returns the driver New wraps, for a caller that builds its own
-// layer over it.
-func NewDriver(client *s3sdk.Client, bucket string) *Store {
-	return &Store{client: client, bucket: bucket}
+// NewDriver returns the driver New wraps, for a caller that puts its own
+// layer (such as package faulty) between it and providers.NewBucket.
+func NewDriver(client *s3sdk.Client, bucket string) driver.Driver {
+	return &store{client: client, bucket: bucket}
 }
 
 // sendOnce turns off the SDK's retries for one conditional write; see the
@@ -151,7 +152,7 @@ func NewDriver(client *s3sdk.Client, bucket string) *Store {
 func sendOnce(o *s3sdk.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1) }
 
 // Read starts reading the object under key: one GET.
-func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reader, error) {
+func (s *store) Read(ctx context.Context, key string, _ int64) (*driver.Reader, error) {
 	out, err := s.client.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
 		return nil, s.mapError("get", key, read, err)
@@ -161,8 +162,8 @@ func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reade
 	if out.ContentLength != nil {
 		size = *out.ContentLength
 	}
-	return &providers.Reader{
-		Attrs: providers.Attrs{
+	return &driver.Reader{
+		Attrs: driver.Attrs{
 			Key:          key,
 			Version:      version(out.ETag),
 			Size:         size,
@@ -175,7 +176,7 @@ func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reade
 }
 
 // Stat reads the attributes and metadata of the object under key.
-func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
+func (s *store) Stat(ctx context.Context, key string) (*driver.Attrs, error) {
 	const op = "stat"
 	out, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
@@ -185,7 +186,7 @@ func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) 
 		return nil, s.mapError(op, key, read, err)
 	}
 	s.seen.Store(true)
-	return &providers.Attrs{
+	return &driver.Attrs{
 		Key:          key,
 		Version:      version(out.ETag),
 		Size:         aws.ToInt64(out.ContentLength),
@@ -196,18 +197,18 @@ func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) 
 }
 
 // Create writes the object only if nothing exists under key.
-func (s *Store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+func (s *store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
 	return s.put(ctx, "create", key, data, metadata, func(in *s3sdk.PutObjectInput) { in.IfNoneMatch = aws.String("*") })
 }
 
 // Replace writes the object only if its current version is ifVersion.
 // The Bucket refuses an empty version, which the SDK would drop, turning
 // this into an unconditional write.
-func (s *Store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+func (s *store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
 	return s.put(ctx, "replace", key, data, metadata, func(in *s3sdk.PutObjectInput) { in.IfMatch = etag(ifVersion) })
 }
 
-func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond func(*s3sdk.PutObjectInput)) (providers.WriteResult, error) {
+func (s *store) put(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond func(*s3sdk.PutObjectInput)) (driver.WriteResult, error) {
 	in := &s3sdk.PutObjectInput{
 		Bucket:        &s.bucket,
 		Key:           &key,
@@ -218,24 +219,24 @@ func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata m
 	cond(in)
 	out, err := s.client.PutObject(ctx, in, sendOnce)
 	if err != nil {
-		return providers.WriteResult{}, s.mapError(op, key, write, err)
+		return driver.WriteResult{}, s.mapError(op, key, write, err)
 	}
 	s.seen.Store(true)
 	if aws.ToString(out.ETag) == "" {
 		// The write landed but its version is unknown; a re-read finds it.
-		return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrUnknownOutcome, errors.New("store returned no ETag"))
+		return driver.WriteResult{}, driver.Wrap(op, key, driver.ErrUnknownOutcome, errors.New("store returned no ETag"))
 	}
-	return providers.WriteResult{Version: version(out.ETag), StoreTime: dateOf(out.ResultMetadata)}, nil
+	return driver.WriteResult{Version: version(out.ETag), StoreTime: dateOf(out.ResultMetadata)}, nil
 }
 
 // Delete removes the object only if its current version is ifVersion. A
 // HEAD first finds a missing key (see the package doc for why); whether the
 // version matches is left to the store, which answers the conditional DELETE.
-func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error {
+func (s *store) Delete(ctx context.Context, key string, ifVersion string) error {
 	const op = "delete"
 	if ifVersion == "" {
 		// As in Replace: an empty If-Match would make the delete unconditional.
-		return providers.Wrap(op, key, providers.ErrPrecondition, errors.New("empty version"))
+		return driver.Wrap(op, key, driver.ErrPrecondition, errors.New("empty version"))
 	}
 	if _, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err != nil {
 		return s.mapError(op, key, precheck, err)
@@ -243,7 +244,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 	// The version is not compared here: the store must refuse a stale
 	// If-Match itself, or Probe could not find a store that ignores it.
 	if err := ctx.Err(); err != nil {
-		return &providers.Error{Op: op, Key: key, Err: err}
+		return &driver.Error{Op: op, Key: key, Err: err}
 	}
 	_, err := s.client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: etag(ifVersion)}, sendOnce)
 	if err != nil {
@@ -254,7 +255,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 
 // List returns up to pageSize objects under prefix in lexical order; S3
 // caps a page at 1000 objects. pageSize <= 0 leaves the size to the store.
-func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+func (s *store) List(ctx context.Context, prefix, pageToken string, pageSize int) (driver.ListPage, error) {
 	const op = "list"
 	in := &s3sdk.ListObjectsV2Input{Bucket: &s.bucket}
 	if prefix != "" {
@@ -268,13 +269,13 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 	}
 	out, err := s.client.ListObjectsV2(ctx, in)
 	if err != nil {
-		return providers.ListPage{}, s.mapError(op, prefix, read, err)
+		return driver.ListPage{}, s.mapError(op, prefix, read, err)
 	}
 	s.seen.Store(true)
 	now := dateOf(out.ResultMetadata)
-	page := providers.ListPage{Objects: make([]providers.Attrs, 0, len(out.Contents))}
+	page := driver.ListPage{Objects: make([]driver.Attrs, 0, len(out.Contents))}
 	for _, o := range out.Contents {
-		page.Objects = append(page.Objects, providers.Attrs{
+		page.Objects = append(page.Objects, driver.Attrs{
 			Key:          aws.ToString(o.Key),
 			Version:      version(o.ETag),
 			Size:         aws.ToInt64(o.Size),
@@ -290,8 +291,8 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 
 // Properties reports that ETags repeat for identical bytes and that
 // Last-Modified has one-second resolution.
-func (s *Store) Properties() providers.Properties {
-	return providers.Properties{
+func (s *store) Properties() driver.Properties {
+	return driver.Properties{
 		Name:                 "s3",
 		VersionsRepeat:       true,
 		TimestampGranularity: time.Second,
@@ -300,7 +301,7 @@ func (s *Store) Properties() providers.Properties {
 }
 
 // As sets *target to the underlying client if target is a **s3sdk.Client.
-func (s *Store) As(target any) bool {
+func (s *store) As(target any) bool {
 	p, ok := target.(**s3sdk.Client)
 	if ok {
 		*p = s.client
@@ -309,7 +310,7 @@ func (s *Store) As(target any) bool {
 }
 
 // Close does nothing: the client belongs to the caller.
-func (s *Store) Close() error { return nil }
+func (s *store) Close() error { return nil }
 
 // version turns an ETag into a version: S3 quotes ETags, some compatible
 // stores do not, so the quotes are dropped here and added back in etag.

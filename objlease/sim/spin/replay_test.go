@@ -420,7 +420,7 @@ func replayCallbackBeforeRelease(t *testing.T) string {
 // md5Store models S3's versions: a version is the MD5 of the object's
 // bytes, metadata left out, so identical bytes give an earlier version
 // again.
-type md5Store struct{ m *mem.Store }
+type md5Store struct{ m *providers.Bucket }
 
 func md5Version(b []byte) string { s := md5.Sum(b); return hex.EncodeToString(s[:]) }
 
