@@ -27,6 +27,9 @@
 //   - path_style: "true" for path-style addressing (http://host/bucket/key).
 //     It defaults to true when an endpoint is given, by the URL or by
 //     AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, and to false otherwise.
+//   - tigris_consistent: "true" to send X-Tigris-Consistent: true with every
+//     request to a Tigris bucket reached under a name of its own; see
+//     TigrisConsistent. Tigris's own endpoints get it without asking.
 //
 // Credentials come from the SDK's default chain (config.LoadDefaultConfig):
 // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_PROFILE
@@ -50,6 +53,16 @@
 // Keys must be at most 1024 bytes; the Bucket refuses control characters
 // (ListObjectsV2 could not return those in XML) with the other portable
 // rules.
+//
+// # Tigris
+//
+// Tigris evaluates If-Match and If-None-Match on an object's leader, and
+// serves a read from it, only for a request that carries
+// X-Tigris-Consistent: true. Every request to an endpoint in Tigris's
+// domains (t3.storage.dev, fly.storage.tigris.dev) carries it, so that
+// conditional writes are decided on the leader and a renewal sees the
+// record as it is; other stores never get it unless the client was built
+// with TigrisConsistent (or the URL says tigris_consistent=true).
 //
 // # Retries
 //
@@ -130,6 +143,8 @@ type Store struct {
 	// seen: a reply has shown that the bucket exists, so a HEAD's bare
 	// 404 means the object is missing.
 	seen atomic.Bool
+	// opts apply to every request (TigrisConsistent on Tigris).
+	opts []func(*s3sdk.Options)
 }
 
 var _ providers.Driver = (*Store)(nil)
@@ -143,7 +158,16 @@ func New(client *s3sdk.Client, bucket string) *providers.Bucket {
 // NewDriver returns the driver New wraps, for a caller that builds its own
 // layer over it.
 func NewDriver(client *s3sdk.Client, bucket string) *Store {
-	return &Store{client: client, bucket: bucket}
+	s := &Store{client: client, bucket: bucket}
+	if client != nil && isTigris(client.Options().BaseEndpoint) {
+		s.opts = append(s.opts, TigrisConsistent)
+	}
+	return s
+}
+
+// with returns the options of every request followed by more.
+func (s *Store) with(more ...func(*s3sdk.Options)) []func(*s3sdk.Options) {
+	return append(s.opts[:len(s.opts):len(s.opts)], more...)
 }
 
 // sendOnce turns off the SDK's retries for one conditional write; see the
@@ -152,7 +176,7 @@ func sendOnce(o *s3sdk.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer
 
 // Read starts reading the object under key: one GET.
 func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reader, error) {
-	out, err := s.client.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	out, err := s.client.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &s.bucket, Key: &key}, s.opts...)
 	if err != nil {
 		return nil, s.mapError("get", key, read, err)
 	}
@@ -177,7 +201,7 @@ func (s *Store) Read(ctx context.Context, key string, _ int64) (*providers.Reade
 // Stat reads the attributes and metadata of the object under key.
 func (s *Store) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
 	const op = "stat"
-	out, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	out, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}, s.opts...)
 	if err != nil {
 		if inspect(err).status == 404 && !s.seen.Load() {
 			return nil, s.whyMissing(ctx, key, err)
@@ -216,7 +240,7 @@ func (s *Store) put(ctx context.Context, op, key string, data []byte, metadata m
 		Metadata:      metadata,
 	}
 	cond(in)
-	out, err := s.client.PutObject(ctx, in, sendOnce)
+	out, err := s.client.PutObject(ctx, in, s.with(sendOnce)...)
 	if err != nil {
 		return providers.WriteResult{}, s.mapError(op, key, write, err)
 	}
@@ -237,7 +261,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 		// As in Replace: an empty If-Match would make the delete unconditional.
 		return providers.Wrap(op, key, providers.ErrPrecondition, errors.New("empty version"))
 	}
-	if _, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err != nil {
+	if _, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}, s.opts...); err != nil {
 		return s.mapError(op, key, precheck, err)
 	}
 	// The version is not compared here: the store must refuse a stale
@@ -245,7 +269,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 	if err := ctx.Err(); err != nil {
 		return &providers.Error{Op: op, Key: key, Err: err}
 	}
-	_, err := s.client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: etag(ifVersion)}, sendOnce)
+	_, err := s.client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: etag(ifVersion)}, s.with(sendOnce)...)
 	if err != nil {
 		return s.mapError(op, key, write, err)
 	}
@@ -266,7 +290,7 @@ func (s *Store) List(ctx context.Context, prefix, pageToken string, pageSize int
 	if pageSize > 0 {
 		in.MaxKeys = aws.Int32(int32(min(pageSize, 1000)))
 	}
-	out, err := s.client.ListObjectsV2(ctx, in)
+	out, err := s.client.ListObjectsV2(ctx, in, s.opts...)
 	if err != nil {
 		return providers.ListPage{}, s.mapError(op, prefix, read, err)
 	}
