@@ -101,3 +101,35 @@ func TestTigrisConsistent(t *testing.T) {
 		})
 	}
 }
+
+// TestNoVersionIDWithConditions: AWS answers a request that names a
+// versionId and carries If-Match with 501 NotImplemented, which the driver
+// would report as a store without conditional writes. No request the driver
+// sends names a version.
+func TestNoVersionIDWithConditions(t *testing.T) {
+	m := &memS3{deleteIfMatch: true, objects: map[string]memObject{}}
+	s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("versionId") {
+			s3Error(w, r, 501, "NotImplemented", "A header you provided implies functionality that is not implemented")
+			return
+		}
+		m.handle(w, r)
+	})
+	ctx := t.Context()
+	r, err := s.Create(ctx, "k", []byte("one"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = s.Replace(ctx, "k", []byte("two"), nil, r.Version); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "k", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "k", r.Version); err != nil {
+		t.Fatal(err)
+	}
+	if f.requests(http.MethodDelete) != 1 {
+		t.Errorf("%d DELETE requests, want 1", f.requests(http.MethodDelete))
+	}
+}
