@@ -3,7 +3,6 @@ package providertest
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/objlease/objlease/providers"
@@ -44,32 +43,27 @@ func (u *unordered) Delete(ctx context.Context, key, ifVersion string) error {
 	return u.s.Delete(ctx, key, ifVersion)
 }
 
-// List lists everything under prefix, puts it in reverse key order and
-// returns the page the token (an offset) names.
+// List lists everything under prefix in reverse key order and returns the
+// page after the token: the last key of the page before, so that writes
+// between two pages neither repeat nor skip a key that stays.
 func (u *unordered) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
 	var all []providers.Attrs
 	if err := providers.Walk(ctx, u.s, prefix, func(a providers.Attrs) error {
-		all = append(all, a)
+		if pageToken == "" || a.Key < pageToken {
+			all = append(all, a)
+		}
 		return nil
 	}); err != nil {
 		return providers.ListPage{}, err
 	}
 	slices.SortFunc(all, func(a, b providers.Attrs) int { return strings.Compare(b.Key, a.Key) })
-	from := 0
-	if pageToken != "" {
-		var err error
-		if from, err = strconv.Atoi(pageToken); err != nil || from < 0 || from > len(all) {
-			return providers.ListPage{}, &providers.Error{Op: "list", Key: prefix, Err: strconv.ErrSyntax}
-		}
-	}
 	n := 2
 	if pageSize > 0 {
 		n = min(n, pageSize)
 	}
-	to := min(from+n, len(all))
-	page := providers.ListPage{Objects: all[from:to]}
-	if to < len(all) {
-		page.NextToken = strconv.Itoa(to)
+	page := providers.ListPage{Objects: all[:min(n, len(all))]}
+	if len(all) > n {
+		page.NextToken = all[n-1].Key
 	}
 	return page, nil
 }
