@@ -562,7 +562,12 @@ func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string) 
 			return res, uncertain, err
 		}
 		uncertain = uncertain || errors.Is(err, providers.ErrUnknownOutcome)
-		c.log.Warn("write outcome unknown; re-reading", slog.Any("err", err))
+		if errors.Is(err, providers.ErrConflict) {
+			// Nothing was written: a racing write to the record held it.
+			c.log.Info("write refused by a racing write; re-reading", slog.Any("err", err))
+		} else {
+			c.log.Warn("write outcome unknown; re-reading", slog.Any("err", err))
+		}
 		if !safeguards.NonceCheck.Load() {
 			return providers.WriteResult{}, uncertain, nil // assume it landed
 		}

@@ -1,8 +1,11 @@
 package objlease_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +138,23 @@ func TestAmbiguousUntilContextEnds(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, objlease.ErrAmbiguous) {
 		t.Fatalf("%v, want ErrAmbiguous", err)
+	}
+}
+
+// A write refused as conflicting (S3's 409 ConditionalRequestConflict) is
+// known not to have landed: the client re-reads and retries, and does not
+// log it as a write of unknown outcome.
+func TestConflictIsNotLoggedAsUnknownOutcome(t *testing.T) {
+	var logs bytes.Buffer
+	_, hs := newMem()
+	c := newClient(t, hs, "a", clock.NewFake(epoch), func(o *objlease.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	lostReply(hs, "create", false, providers.ErrConflict)
+	if _, err := c.TryAcquire(context.Background()); err != nil {
+		t.Fatalf("acquire after a conflict: %v", err)
+	}
+	if strings.Contains(logs.String(), "outcome unknown") || !strings.Contains(logs.String(), "racing write") {
+		t.Errorf("log after a conflict:\n%s\nwant it to say a racing write refused it, not that its outcome is unknown", logs.String())
 	}
 }

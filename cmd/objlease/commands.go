@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -354,30 +355,47 @@ func (c *cli) listCmd(fs *flagSet) action {
 		}
 		var failed error
 		skipped, example := 0, ""
-		err = providers.Walk(ctx, store, prefix, func(a providers.Attrs) error {
-			row, why, err := c.listRow(ctx, store, a.Key)
-			switch {
-			case err != nil:
-				c.log.Warn("cannot read "+a.Key, slog.Any("err", err))
-				failed = err
-				return nil
-			case row == nil:
-				if why != "" {
-					if skipped++; example == "" {
-						example = a.Key + ": " + why
-					}
-				}
-				return nil
-			case w == nil:
-				return c.printJSON(row)
-			}
-			age, expires := humanAge(time.Duration(row.AgeMillis)*time.Millisecond), expiryText(row)
-			if row.AgeClock != "store" {
-				age += " (writer)"
-			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", row.Key, row.State, row.Token, showHolder(row.Holder), age, expires)
+		// Some stores (S3 Express One Zone) list out of key order: rows are
+		// printed in key order whatever the listing's. A listing that fails
+		// part way still shows what it listed before the error.
+		var keys []string
+		listErr := providers.Walk(ctx, store, prefix, func(a providers.Attrs) error {
+			keys = append(keys, a.Key)
 			return nil
 		})
+		slices.Sort(keys)
+		for _, key := range keys {
+			if err != nil {
+				break
+			}
+			err = func() error {
+				row, why, err := c.listRow(ctx, store, key)
+				switch {
+				case err != nil:
+					c.log.Warn("cannot read "+key, slog.Any("err", err))
+					failed = err
+					return nil
+				case row == nil:
+					if why != "" {
+						if skipped++; example == "" {
+							example = key + ": " + why
+						}
+					}
+					return nil
+				case w == nil:
+					return c.printJSON(row)
+				}
+				age, expires := humanAge(time.Duration(row.AgeMillis)*time.Millisecond), expiryText(row)
+				if row.AgeClock != "store" {
+					age += " (writer)"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", row.Key, row.State, row.Token, showHolder(row.Holder), age, expires)
+				return nil
+			}()
+		}
+		if err == nil {
+			err = listErr
+		}
 		if w != nil {
 			if ferr := w.Flush(); ferr != nil && err == nil {
 				err = ferr

@@ -395,15 +395,25 @@ func (w *watcher) poll(ctx context.Context) error {
 		return w.read(ctx, w.key, "")
 	}
 	listed := map[string]bool{}
+	var all []providers.Attrs
 	err := providers.Walk(ctx, w.store, w.key, func(a providers.Attrs) error {
 		listed[a.Key] = true
-		if w.t.unchanged(a.Key, a.Version) {
-			return nil // costs no read
-		}
-		return w.read(ctx, a.Key, a.Version)
+		all = append(all, a)
+		return nil
 	})
 	if err != nil {
 		return err
+	}
+	// Changes are printed in key order, which some stores (S3 Express One
+	// Zone) do not list in.
+	slices.SortFunc(all, func(a, b providers.Attrs) int { return strings.Compare(a.Key, b.Key) })
+	for _, a := range all {
+		if w.t.unchanged(a.Key, a.Version) {
+			continue // costs no read
+		}
+		if err := w.read(ctx, a.Key, a.Version); err != nil {
+			return err
+		}
 	}
 	var gone []string
 	for k := range w.t.seen {

@@ -444,9 +444,24 @@ func (w *Worker) list(ctx context.Context) (*listing, error) {
 		if err := providers.Walk(ctx, w.sess.Store(), mp, add); err != nil {
 			return nil, err
 		}
-		return l, providers.Walk(ctx, w.sess.Store(), sp, add)
+		if err := providers.Walk(ctx, w.sess.Store(), sp, add); err != nil {
+			return l, err
+		}
+		l.sort()
+		return l, nil
 	}
-	return l, providers.Walk(ctx, w.sess.Store(), join(w.cfg.Prefix, ""), add)
+	if err := providers.Walk(ctx, w.sess.Store(), join(w.cfg.Prefix, ""), add); err != nil {
+		return l, err
+	}
+	l.sort()
+	return l, nil
+}
+
+// sort puts the listing in key order, which some stores (S3 Express One
+// Zone) do not list in.
+func (l *listing) sort() {
+	slices.SortFunc(l.members, func(a, b providers.Attrs) int { return strings.Compare(a.Key, b.Key) })
+	slices.Sort(l.ids)
 }
 
 // liveMembers returns the members whose heartbeat is held and unexpired for

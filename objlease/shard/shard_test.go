@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/faulty"
 	"github.com/objlease/objlease/providers/mem"
+	"github.com/objlease/objlease/providers/providertest"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -622,6 +624,50 @@ func TestSharedListedFromPrefix(t *testing.T) {
 			if e.Record.State != objlease.StateHeld || e.Record.Token < 2 || (e.Record.Holder != "a" && e.Record.Holder != "b") {
 				t.Errorf("shard %s: %+v; want held by a or b with a token above Define's", e.Name, e.Record)
 			}
+		}
+	})
+}
+
+// TestSharedListedFromUnorderedStore: on a store that lists out of key
+// order (S3 Express One Zone), workers still share the listed shards, and
+// Describe reports members and shards in key order.
+func TestSharedListedFromUnorderedStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := mem.New()
+		store := providertest.Unordered(inner)
+		ctx := context.Background()
+		clk := clock.NewFake(epoch)
+		ids := []string{"2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"}
+		if err := shard.Define(ctx, store, "daily", objlease.Options{Clock: clk}, ids...); err != nil {
+			t.Fatal(err)
+		}
+		g := newGroup(t, inner, 0)
+		g.clk, g.chk.clk, g.prefix, g.ids = clk, clk, "daily", ids
+		for _, name := range []string{"a", "b", "c"} {
+			ks := &killable{Store: store, clk: clk, sent: map[string]time.Time{}}
+			w, err := newWorker(ks, shard.Config{Prefix: "daily", Member: name, Options: g.options(), Work: g.chk.work(name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, cancel := context.WithCancel(ctx)
+			n := &node{w: w, store: ks, cancel: cancel, done: make(chan struct{})}
+			go func() { defer close(n.done); w.Run(c) }()
+			g.nodes[name] = n
+		}
+		g.drive("three workers share the listed shards", func() bool { return g.balanced("a", "b", "c") })
+		v, err := shard.Describe(ctx, store, "daily")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var members, shards []string
+		for _, e := range v.Members {
+			members = append(members, e.Name)
+		}
+		for _, e := range v.Shards {
+			shards = append(shards, e.Name)
+		}
+		if !slices.Equal(members, []string{"a", "b", "c"}) || !slices.Equal(shards, ids) {
+			t.Errorf("Describe: members %v, shards %v; want them in key order", members, shards)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/objlease/objlease/objlease"
@@ -97,5 +98,9 @@ func Describe(ctx context.Context, store providers.Store, prefix string) (*View,
 		return v, err
 	}
 	err := read(ShardsPrefix(prefix), &v.Shards, func(s string) string { return s })
+	// Some stores (S3 Express One Zone) list out of key order.
+	byKey := func(a, b Entry) int { return strings.Compare(a.Key, b.Key) }
+	slices.SortFunc(v.Members, byKey)
+	slices.SortFunc(v.Shards, byKey)
 	return v, err
 }

@@ -3,7 +3,10 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -20,9 +23,19 @@ func TestModelsConform(t *testing.T) {
 			m := newModel(kind, 1, &auditLog{})
 			m.throttle = false // the suite writes one object many times a second
 			absent := newModel(kind, 2, &auditLog{})
-			providertest.Run(t, providertest.Config{Bucket: providers.NewBucket(m), Racers: 5, Rounds: 5, MissingBucket: providers.NewBucket(absent), CreatesBuckets: true})
+			providertest.Run(t, providertest.Config{Bucket: providers.NewBucket(m), Racers: 5, Rounds: 5, MissingBucket: providers.NewBucket(absent), CreatesBuckets: true, Unordered: m.express})
 		})
 	}
+	t.Run("s3express", func(t *testing.T) {
+		m := newModel("s3", 3, &auditLog{})
+		if !m.express {
+			t.Fatal("an s3 model of an odd seed is not a directory bucket")
+		}
+		if even := newModel("s3", 4, &auditLog{}); even.express {
+			t.Fatal("an s3 model of an even seed is a directory bucket")
+		}
+		providertest.Run(t, providertest.Config{Bucket: providers.NewBucket(m), Racers: 5, Rounds: 5, MissingBucket: providers.NewBucket(newModel("s3", 5, &auditLog{})), CreatesBuckets: true, Unordered: true})
+	})
 	t.Run("file", func(t *testing.T) {
 		roots, err := fileRoots(t.TempDir(), newWallClock(rand.New(rand.NewPCG(1, 2)), time.Now(), time.Minute), &auditLog{}, nil)
 		if err != nil {
@@ -101,21 +114,24 @@ func TestModelGCSThrottles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		throttled := 0
+		throttled, gone := 0, 0
 		for range 20 {
 			time.Sleep(100 * time.Millisecond)
 			r, err := m.Replace(ctx, "k", []byte("b"), nil, res.Version)
 			switch {
 			case errors.Is(err, providers.ErrThrottled):
 				throttled++
+				if strings.Contains(err.Error(), "410 Gone") {
+					gone++
+				}
 			case err != nil:
 				t.Fatal(err)
 			default:
 				res = r
 			}
 		}
-		if throttled == 0 {
-			t.Fatal("20 writes 100 ms apart: none throttled")
+		if throttled == 0 || gone == 0 || gone == throttled {
+			t.Fatalf("20 writes 100 ms apart: %d throttled, %d of them with 410; want some with 429 and some with 410", throttled, gone)
 		}
 		for range 10 {
 			time.Sleep(time.Second)
@@ -179,6 +195,47 @@ func TestModelFileRootsAndWallClock(t *testing.T) {
 		}
 		if !stepped {
 			t.Fatal("the wall clock never stepped in 1000 s")
+		}
+	})
+}
+
+// The s3 model of a directory bucket (S3 Express One Zone) lists every key
+// once, page by page, out of lexical order; If-Match on a missing key is
+// 404 NoSuchKey, ErrPrecondition.
+func TestModelS3Express(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newModel("s3", 1, &auditLog{})
+		var want []string
+		for i := range 12 {
+			k := fmt.Sprintf("leases/L%02d", i)
+			want = append(want, k)
+			if _, err := m.Create(ctx, k, []byte("x"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []string
+		for token := ""; ; {
+			p, err := m.List(ctx, "leases/", token, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range p.Objects {
+				got = append(got, a.Key)
+			}
+			if token = p.NextToken; token == "" {
+				break
+			}
+		}
+		if slices.IsSorted(got) {
+			t.Fatalf("listed %v: in lexical order", got)
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+			t.Fatalf("listed %v, want each of %v once", got, want)
+		}
+		_, err := m.Replace(ctx, "leases/gone", []byte("x"), nil, "0123")
+		if !errors.Is(err, providers.ErrPrecondition) || !strings.Contains(err.Error(), "404 NoSuchKey") {
+			t.Fatalf("replace of a missing key: %v, want ErrPrecondition from 404 NoSuchKey", err)
 		}
 	})
 }

@@ -2,10 +2,12 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -28,10 +30,14 @@ import (
 //	mem    versions never repeat, exact timestamps: the ideal store
 //	s3     versions are the MD5 of the bytes (equal bytes give an earlier
 //	       version again); Last-Modified and Date at 1 s; a conditional
-//	       write racing another on the same key gets 409
-//	       ConditionalRequestConflict (ErrConflict)
-//	gcs    generations; about one write a second per object, else 429
-//	       (ErrThrottled); Last-Modified at 1 ms, Date at 1 s
+//	       write (or delete) racing another on the same key gets 409
+//	       ConditionalRequestConflict (ErrConflict); If-Match on a missing
+//	       key gets 404 NoSuchKey (ErrPrecondition); half the s3 models (odd
+//	       seeds) are S3 Express One Zone directory buckets, which list keys
+//	       out of lexical order
+//	gcs    generations; about one write a second per object, else 429 or,
+//	       at times, 410 Gone (both ErrThrottled); Last-Modified at 1 ms,
+//	       Date at 1 s
 //	azure  ETags that change on every write; If-None-Match: * on an
 //	       existing blob is 409 BlobAlreadyExists, which the azblob store
 //	       maps to ErrPrecondition; Last-Modified and Date at 1 s
@@ -80,6 +86,7 @@ type model struct {
 	lastWrite map[string]time.Time // gcs: when the key was last written
 	skew      time.Duration        // the store's clock against real time
 	throttle  bool                 // gcs: throttle writes closer than MinWriteInterval
+	express   bool                 // s3: a directory bucket, listing out of key order
 }
 
 type mobject struct {
@@ -98,6 +105,9 @@ func newModel(kind string, seed uint64, log *auditLog) *model {
 		m.props = providers.Properties{Name: "mem", TimestampGranularity: time.Nanosecond}
 	case "s3":
 		m.props = providers.Properties{Name: "s3", VersionsRepeat: true, TimestampGranularity: time.Second}
+		// Decided by the seed, not drawn from rnd, so that the draws of
+		// every s3 model stay as they were.
+		m.express = seed%2 == 1
 	case "gcs":
 		m.props = providers.Properties{Name: "gcs", TimestampGranularity: time.Millisecond, MinWriteInterval: time.Second}
 		m.throttle = true
@@ -205,8 +215,12 @@ func (m *model) conditional(ctx context.Context, op, key string, check func(o *m
 		delete(m.inflight, key)
 	case "gcs":
 		if last, ok := m.lastWrite[key]; ok && m.throttle && time.Since(last) < time.Second && m.rnd.IntN(2) == 0 {
+			answer := "429 rateLimitExceeded"
+			if m.last%3 == 0 {
+				answer = "410 Gone" // GCS's other answer to the same limit
+			}
 			m.mu.Unlock()
-			return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrThrottled, fmt.Errorf("429 rateLimitExceeded: the object is written more than once a second"))
+			return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrThrottled, fmt.Errorf("%s: the object is written more than once a second", answer))
 		}
 	}
 	defer m.mu.Unlock()
@@ -242,6 +256,8 @@ func (m *model) exists(op, key string) func(o *mobject) error {
 func (m *model) matches(op, key, ifVersion string) func(o *mobject) error {
 	return func(o *mobject) error {
 		switch {
+		case o == nil && m.kind == "s3":
+			return providers.Wrap(op, key, providers.ErrPrecondition, fmt.Errorf("404 NoSuchKey"))
 		case o == nil:
 			return providers.Wrap(op, key, providers.ErrPrecondition, fmt.Errorf("no such object"))
 		case o.version != ifVersion:
@@ -275,11 +291,20 @@ func (m *model) List(ctx context.Context, prefix, token string, n int) (provider
 	defer m.mu.Unlock()
 	var keys []string
 	for k := range m.objects {
-		if strings.HasPrefix(k, prefix) && k > token {
+		if strings.HasPrefix(k, prefix) && (m.express || k > token) {
 			keys = append(keys, k)
 		}
 	}
-	slices.Sort(keys)
+	if m.express {
+		// A directory bucket's order: by a hash of the key, then the key;
+		// a page resumes after the token's place in that order.
+		slices.SortFunc(keys, expressOrder)
+		if token != "" {
+			keys = slices.DeleteFunc(keys, func(k string) bool { return expressOrder(k, token) <= 0 })
+		}
+	} else {
+		slices.Sort(keys)
+	}
 	var page providers.ListPage
 	if len(keys) > n {
 		keys = keys[:n]
@@ -289,6 +314,18 @@ func (m *model) List(ctx context.Context, prefix, token string, n int) (provider
 		page.Objects = append(page.Objects, m.attrs(k, m.objects[k], false))
 	}
 	return page, nil
+}
+
+// expressOrder orders keys as the s3 model of a directory bucket lists
+// them: not lexically.
+func expressOrder(a, b string) int {
+	ha, hb := fnv.New32a(), fnv.New32a()
+	ha.Write([]byte(a))
+	hb.Write([]byte(b))
+	if c := cmp.Compare(ha.Sum32(), hb.Sum32()); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
 }
 
 func (m *model) Properties() providers.Properties { return m.props }

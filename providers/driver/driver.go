@@ -139,7 +139,10 @@ type WriteResult struct {
 	StoreTime    time.Time // zero if unknown
 }
 
-// ListPage is one page of a listing, in lexical key order.
+// ListPage is one page of a listing. Most stores list in lexical key order;
+// some (S3 Express One Zone directory buckets) do not, so callers must not
+// rely on the order: sort what a user sees, and never take the first key
+// listed for the smallest.
 type ListPage struct {
 	Objects   []Attrs // Metadata may be nil: listing need not fetch it
 	NextToken string  // empty when this is the last page

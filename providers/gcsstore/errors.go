@@ -52,8 +52,10 @@ func (s *store) mapErr(ctx context.Context, slot *replySlot, op, key string, err
 	case status == http.StatusConflict:
 		sentinel = providers.ErrConflict
 	// GCS: 429 rateLimitExceeded, more than about one mutation per second of
-	// one object (or a project-wide rate limit). Nothing was written.
-	case status == http.StatusTooManyRequests:
+	// one object (or a project-wide rate limit), and sometimes 410 Gone for
+	// the same limit. Nothing was written. fake-gcs-server never answers
+	// either.
+	case status == http.StatusTooManyRequests, status == http.StatusGone:
 		sentinel = providers.ErrThrottled
 	// GCS: 401 for missing or expired credentials, 403 "... does not have
 	// storage.objects.create access" for IAM. Nothing was written.

@@ -73,7 +73,8 @@
 //
 //	412 conditionNotMet                        ErrPrecondition
 //	409 conflict (concurrent change)           ErrConflict
-//	429 rateLimitExceeded (>1 write/s/object)  ErrThrottled
+//	429 rateLimitExceeded (>1 write/s/object),
+//	410 Gone for the same limit (GCS, at times) ErrThrottled
 //	401, 403 (credentials, IAM)                ErrPermission, naming the bucket
 //	404 whose body is no API error (an HTML
 //	or "404 page not found" page)              ErrWrongEndpoint

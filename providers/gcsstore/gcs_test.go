@@ -152,6 +152,11 @@ func TestErrorMapping(t *testing.T) {
 		{"create rate limit", "create", gcsError(429, "rateLimitExceeded", rateLimitMsg), providers.ErrThrottled, 429, false},
 		{"replace rate limit", "replace", gcsError(429, "rateLimitExceeded", rateLimitMsg), providers.ErrThrottled, 429, false},
 		{"delete rate limit", "delete", gcsError(429, "rateLimitExceeded", rateLimitMsg), providers.ErrThrottled, 429, false},
+		// GCS sometimes answers the one-mutation-a-second limit of an
+		// object with 410 Gone instead of 429; nothing was written.
+		{"create gone", "create", gcsError(410, "gone", rateLimitMsg), providers.ErrThrottled, 410, false},
+		{"replace gone", "replace", gcsError(410, "gone", rateLimitMsg), providers.ErrThrottled, 410, false},
+		{"delete gone", "delete", gcsError(410, "gone", rateLimitMsg), providers.ErrThrottled, 410, false},
 		{"stat rate limit", "stat", gcsError(429, "rateLimitExceeded", "The project exceeded the rate limit for read operations."), providers.ErrThrottled, 429, false},
 		{"create no bucket", "create", gcsError(404, "notFound", noBucketMsg), providers.ErrNoBucket, 404, true},
 		{"replace no bucket", "replace", gcsError(404, "notFound", noBucketMsg), providers.ErrNoBucket, 404, true},

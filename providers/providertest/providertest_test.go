@@ -106,3 +106,12 @@ func (b broken) List(ctx context.Context, prefix, pageToken string, pageSize int
 	}
 	return p, err
 }
+
+// A store that lists out of key order conforms when it says so: Unordered
+// itself passes.
+func TestUnorderedConforms(t *testing.T) {
+	providertest.Run(t, providertest.Config{
+		Bucket: providertest.Unordered(mem.New()), Racers: 5, Rounds: 5,
+		MissingBucket: providertest.Unordered(mem.New()), CreatesBuckets: true, Unordered: true,
+	})
+}

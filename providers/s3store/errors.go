@@ -153,7 +153,7 @@ func (s *store) mapError(op, key string, req request, err error) error {
 // If the listing is refused too (a policy without s3:ListBucket) or fails,
 // the 404 stays ErrNotFound.
 func (s *store) whyMissing(ctx context.Context, key string, headErr error) error {
-	_, err := s.client.ListObjectsV2(ctx, &s3sdk.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &key, MaxKeys: aws.Int32(1)})
+	_, err := s.client.ListObjectsV2(ctx, &s3sdk.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &key, MaxKeys: aws.Int32(1)}, s.opts...)
 	if err == nil {
 		s.seen.Store(true)
 		return s.mapError("stat", key, read, headErr)

@@ -39,6 +39,7 @@ type urlConfig struct {
 	bucket, key      string
 	endpoint, region string
 	pathStyle        *bool // nil: decide from whether an endpoint is set
+	tigrisConsistent bool  // send X-Tigris-Consistent: true to any endpoint
 }
 
 func parseURL(u *url.URL) (urlConfig, error) {
@@ -79,8 +80,14 @@ func parseURL(u *url.URL) (urlConfig, error) {
 				return c, bad("path_style %q is not true or false", v)
 			}
 			c.pathStyle = &b
+		case "tigris_consistent":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return c, bad("tigris_consistent %q is not true or false", v)
+			}
+			c.tigrisConsistent = b
 		default:
-			return c, bad("unknown parameter %q (want endpoint, region, path_style)", name)
+			return c, bad("unknown parameter %q (want endpoint, region, path_style, tigris_consistent)", name)
 		}
 	}
 	return c, nil
@@ -119,6 +126,9 @@ func open(ctx context.Context, u *url.URL, oo providers.OpenOptions) (*providers
 			o.BaseEndpoint = aws.String(c.endpoint)
 		}
 		o.UsePathStyle = pathStyle
+		if c.tigrisConsistent {
+			TigrisConsistent(o)
+		}
 	})
 	return New(client, c.bucket), c.key, nil
 }

@@ -34,6 +34,9 @@ func TestParseURL(t *testing.T) {
 			urlConfig{bucket: "bkt", key: "k", endpoint: "http://127.0.0.1:7070", region: "us-east-1", pathStyle: &yes}},
 		{"s3://bkt/k?endpoint=https://s3.example.com&path_style=false",
 			urlConfig{bucket: "bkt", key: "k", endpoint: "https://s3.example.com", pathStyle: &no}},
+		{"s3://bkt/k?endpoint=https://objects.example.com&tigris_consistent=true",
+			urlConfig{bucket: "bkt", key: "k", endpoint: "https://objects.example.com", tigrisConsistent: true}},
+		{"s3://bkt/k?tigris_consistent=false", urlConfig{bucket: "bkt", key: "k"}},
 	}
 	for _, tt := range tests {
 		u, err := url.Parse(tt.url)
@@ -46,7 +49,7 @@ func TestParseURL(t *testing.T) {
 			continue
 		}
 		if got.bucket != tt.want.bucket || got.key != tt.want.key || got.endpoint != tt.want.endpoint ||
-			got.region != tt.want.region || (got.pathStyle == nil) != (tt.want.pathStyle == nil) ||
+			got.region != tt.want.region || got.tigrisConsistent != tt.want.tigrisConsistent || (got.pathStyle == nil) != (tt.want.pathStyle == nil) ||
 			got.pathStyle != nil && *got.pathStyle != *tt.want.pathStyle {
 			t.Errorf("parseURL(%q) = %+v, want %+v", tt.url, got, tt.want)
 		}
@@ -59,6 +62,7 @@ func TestParseURL(t *testing.T) {
 		{"s3://bkt/k?endpiont=http://x", `"endpiont"`},
 		{"s3://bkt/k?endpoint=127.0.0.1:7070", "not an http(s) URL"},
 		{"s3://bkt/k?path_style=maybe", `"maybe"`},
+		{"s3://bkt/k?tigris_consistent=yes please", `tigris_consistent "yes please" is not true or false`},
 		{"s3://bkt/k?region=a&region=b", "2 times"},
 		// Bucket names S3 cannot have, refused before any request and
 		// named as the bucket's fault, not the key's.

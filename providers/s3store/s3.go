@@ -27,6 +27,9 @@
 //   - path_style: "true" for path-style addressing (http://host/bucket/key).
 //     It defaults to true when an endpoint is given, by the URL or by
 //     AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, and to false otherwise.
+//   - tigris_consistent: "true" to send X-Tigris-Consistent: true with every
+//     request to a Tigris bucket reached under a name of its own; see
+//     TigrisConsistent. Tigris's own endpoints get it without asking.
 //
 // Credentials come from the SDK's default chain (config.LoadDefaultConfig):
 // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_PROFILE
@@ -50,6 +53,16 @@
 // Keys must be at most 1024 bytes; the Bucket refuses control characters
 // (ListObjectsV2 could not return those in XML) with the other portable
 // rules.
+//
+// # Tigris
+//
+// Tigris evaluates If-Match and If-None-Match on an object's leader, and
+// serves a read from it, only for a request that carries
+// X-Tigris-Consistent: true. Every request to an endpoint in Tigris's
+// domains (t3.storage.dev, fly.storage.tigris.dev) carries it, so that
+// conditional writes are decided on the leader and a renewal sees the
+// record as it is; other stores never get it unless the client was built
+// with TigrisConsistent (or the URL says tigris_consistent=true).
 //
 // # Retries
 //
@@ -131,6 +144,8 @@ type store struct {
 	// seen: a reply has shown that the bucket exists, so a HEAD's bare
 	// 404 means the object is missing.
 	seen atomic.Bool
+	// opts apply to every request (TigrisConsistent on Tigris).
+	opts []func(*s3sdk.Options)
 }
 
 var _ driver.Driver = (*store)(nil)
@@ -144,7 +159,16 @@ func New(client *s3sdk.Client, bucket string) *providers.Bucket {
 // NewDriver returns the driver New wraps, for a caller that puts its own
 // layer (such as package faulty) between it and providers.NewBucket.
 func NewDriver(client *s3sdk.Client, bucket string) driver.Driver {
-	return &store{client: client, bucket: bucket}
+	s := &store{client: client, bucket: bucket}
+	if client != nil && isTigris(client.Options().BaseEndpoint) {
+		s.opts = append(s.opts, TigrisConsistent)
+	}
+	return s
+}
+
+// with returns the options of every request followed by more.
+func (s *store) with(more ...func(*s3sdk.Options)) []func(*s3sdk.Options) {
+	return append(s.opts[:len(s.opts):len(s.opts)], more...)
 }
 
 // sendOnce turns off the SDK's retries for one conditional write; see the
@@ -153,7 +177,7 @@ func sendOnce(o *s3sdk.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer
 
 // Read starts reading the object under key: one GET.
 func (s *store) Read(ctx context.Context, key string, _ int64) (*driver.Reader, error) {
-	out, err := s.client.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	out, err := s.client.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &s.bucket, Key: &key}, s.opts...)
 	if err != nil {
 		return nil, s.mapError("get", key, read, err)
 	}
@@ -178,7 +202,7 @@ func (s *store) Read(ctx context.Context, key string, _ int64) (*driver.Reader, 
 // Stat reads the attributes and metadata of the object under key.
 func (s *store) Stat(ctx context.Context, key string) (*driver.Attrs, error) {
 	const op = "stat"
-	out, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	out, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}, s.opts...)
 	if err != nil {
 		if inspect(err).status == 404 && !s.seen.Load() {
 			return nil, s.whyMissing(ctx, key, err)
@@ -217,7 +241,7 @@ func (s *store) put(ctx context.Context, op, key string, data []byte, metadata m
 		Metadata:      metadata,
 	}
 	cond(in)
-	out, err := s.client.PutObject(ctx, in, sendOnce)
+	out, err := s.client.PutObject(ctx, in, s.with(sendOnce)...)
 	if err != nil {
 		return driver.WriteResult{}, s.mapError(op, key, write, err)
 	}
@@ -238,7 +262,7 @@ func (s *store) Delete(ctx context.Context, key string, ifVersion string) error 
 		// As in Replace: an empty If-Match would make the delete unconditional.
 		return driver.Wrap(op, key, driver.ErrPrecondition, errors.New("empty version"))
 	}
-	if _, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err != nil {
+	if _, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}, s.opts...); err != nil {
 		return s.mapError(op, key, precheck, err)
 	}
 	// The version is not compared here: the store must refuse a stale
@@ -246,7 +270,7 @@ func (s *store) Delete(ctx context.Context, key string, ifVersion string) error 
 	if err := ctx.Err(); err != nil {
 		return &driver.Error{Op: op, Key: key, Err: err}
 	}
-	_, err := s.client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: etag(ifVersion)}, sendOnce)
+	_, err := s.client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: etag(ifVersion)}, s.with(sendOnce)...)
 	if err != nil {
 		return s.mapError(op, key, write, err)
 	}
@@ -267,7 +291,7 @@ func (s *store) List(ctx context.Context, prefix, pageToken string, pageSize int
 	if pageSize > 0 {
 		in.MaxKeys = aws.Int32(int32(min(pageSize, 1000)))
 	}
-	out, err := s.client.ListObjectsV2(ctx, in)
+	out, err := s.client.ListObjectsV2(ctx, in, s.opts...)
 	if err != nil {
 		return driver.ListPage{}, s.mapError(op, prefix, read, err)
 	}
