@@ -45,7 +45,7 @@ func TestS3RealAnswersConformance(t *testing.T) {
 	p, st := s3Proxied(t, target, target.bucket)
 	_, missing := s3Proxied(t, target, randomName())
 	target.cleanup(t, st)
-	providertest.Run(t, providertest.Config{Store: st, Prefix: target.prefix, MissingBucket: missing, Unordered: true})
+	providertest.Run(t, providertest.Config{Bucket: st, Prefix: target.prefix, MissingBucket: missing, Unordered: true})
 	if p.count("list reversed") == 0 {
 		t.Error("no listing went through the proxy")
 	}
