@@ -75,3 +75,57 @@ func TestDoctorNonAtomicStore(t *testing.T) {
 		}
 	}
 }
+
+// delIgnoring ignores If-Match on DELETE and enforces every other
+// condition, as MinIO does. It is a driver over a mem store.
+type delIgnoring struct{ *mem.Store }
+
+func (s delIgnoring) Read(ctx context.Context, key string, maxBytes int64) (*providers.Reader, error) {
+	obj, err := s.Get(ctx, key, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return providers.NewBytesReader(obj.Attrs, obj.Data), nil
+}
+
+func (s delIgnoring) Delete(ctx context.Context, key, _ string) error {
+	a, err := s.Stat(ctx, key)
+	if err != nil {
+		return nil // a DELETE of a missing key succeeds
+	}
+	return s.Store.Delete(ctx, key, a.Version)
+}
+
+// TestDoctorUnconditionalDelete: doctor on a store that enforces
+// conditional writes and ignores If-Match on DELETE calls it safe (no lease
+// or fenced write is a delete), exits 0, and names what it lacks in a
+// caveat and in the JSON.
+func TestDoctorUnconditionalDelete(t *testing.T) {
+	providers.Register("delignoring", func(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
+		return providers.NewBucket(delIgnoring{mem.New()}), strings.TrimPrefix(u.Path, "/"), nil
+	})
+	var stdout, stderr bytes.Buffer
+	c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+	if code := c.main(context.Background(), []string{"doctor", "delignoring://s/p/"}); code != 0 {
+		t.Fatalf("doctor exited %d, want 0 (safe); stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{
+		`(?m)^verdict: +safe: .*; conditional DELETE not enforced \(see the caveats\)$`,
+		`(?m)^caveat: +delete with a stale version succeeded \(If-Match ignored on DELETE\): .*batch collect deletes only orphans`,
+	} {
+		if !regexp.MustCompile(want).MatchString(stdout.String()) {
+			t.Errorf("stdout lacks %s:\n%s", want, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if code := c.main(context.Background(), []string{"doctor", "-o", "json", "delignoring://s/p/"}); code != 0 {
+		t.Fatalf("doctor -o json exited %d; stderr:\n%s", code, stderr.String())
+	}
+	var d map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d["safe"] != true || d["delete_unconditional"] != true {
+		t.Errorf("safe %v, delete_unconditional %v; want both true: %s", d["safe"], d["delete_unconditional"], stdout.String())
+	}
+}
