@@ -115,7 +115,9 @@ func newClient(ctx context.Context, endpoint string) (*storage.Client, error) {
 		var err error
 		rt, err = htransport.NewTransport(ctx, rt, option.WithScopes(storage.ScopeFullControl))
 		if err != nil {
-			return nil, err
+			// Application Default Credentials are looked up here; it
+			// fails for nothing else a caller can set.
+			return nil, fmt.Errorf("%w: %w", providers.ErrNoCredentials, err)
 		}
 	}
 	opts = append(opts, option.WithHTTPClient(&http.Client{Transport: rt}))

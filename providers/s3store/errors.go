@@ -71,6 +71,11 @@ func (s *Store) mapError(op, key string, req request, err error) error {
 	case a.status == 412:
 		sentinel = providers.ErrPrecondition
 
+	// No credentials could be obtained (none configured, or the chain
+	// failed): nothing was sent.
+	case a.status == 0 && errors.Is(err, providers.ErrNoCredentials):
+		sentinel = providers.ErrNoCredentials
+
 	// AWS and versitygw: NoSuchBucket on any request with a body.
 	case a.code == "NoSuchBucket":
 		sentinel = fmt.Errorf("%w: %q", ErrNoBucket, s.bucket)
