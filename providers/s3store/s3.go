@@ -238,6 +238,11 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) error 
 		return providers.Wrap(op, key, providers.ErrPrecondition, errors.New("empty version"))
 	}
 	if _, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}); err != nil {
+		if inspect(err).status == 404 && !s.seen.Load() {
+			// As in Stat: until the bucket is known to exist, a bare 404
+			// may mean no bucket, or no S3 at the endpoint.
+			return s.whyMissingFor(ctx, op, precheck, key, err)
+		}
 		return s.mapError(op, key, precheck, err)
 	}
 	// The version is not compared here: the store must refuse a stale
