@@ -217,6 +217,8 @@ func reason(err error, rawURL string) string {
 	case errors.Is(err, providers.ErrPermission) && strings.HasPrefix(rawURL, "file:") && errors.As(err, &pe):
 		// The file system refused: the store's words name the file and why.
 		return core(pe) + " (check that the directory is writable by this user and not mounted read-only)"
+	case errors.Is(err, providers.ErrAccessDenied) && errors.As(err, &pe):
+		return fmt.Sprintf("%s %q: access denied: the credentials were accepted, and lack the permission for this request (see docs/permissions.md)", pe.Op, pe.Key)
 	case errors.Is(err, providers.ErrNoCredentials):
 		return "no credentials found (set " + missingCredentialHint(rawURL) + ")"
 	case errors.Is(err, providers.ErrPermission):

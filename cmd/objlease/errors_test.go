@@ -50,6 +50,8 @@ func TestDescribe(t *testing.T) {
 			`acquire s3://b/k: lease "k": replace "k": throttled by store`},
 		{opErr("inspect", "azblob://c/k", providers.Wrap("get", "k", fmt.Errorf("%w: %q", providers.ErrNoBucket, "c"), sdk)),
 			`inspect azblob://c/k: container "c" does not exist (check the name or AZURE_STORAGE_CONNECTION_STRING)`},
+		{opErr("acquire", "s3://b/k", providers.Wrap("create", "k", fmt.Errorf("%w for bucket %q", providers.ErrAccessDenied, "b"), providers.Native("403 AccessDenied: Access Denied.", sdk))),
+			`acquire s3://b/k: create "k": access denied: the credentials were accepted, and lack the permission for this request (see docs/permissions.md)`},
 		{opErr("run", "s3://b/k", providers.Wrap("create", "k", providers.ErrPermission, sdk)),
 			`run s3://b/k: the store refused the credentials (check AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)`},
 		{opErr("acquire", "file:///d/k", fmt.Errorf("lease %q: %w", "k", providers.Wrap("create", "k", fmt.Errorf("%w: open /d/.objlease-lock.k: read-only file system", providers.ErrPermission),

@@ -102,8 +102,13 @@ func (s *Store) mapError(op, key string, req request, err error) error {
 	case a.code == "NoSuchBucket":
 		sentinel = fmt.Errorf("%w: %q", ErrNoBucket, s.bucket)
 
-	// AWS: 403 InvalidAccessKeyId, SignatureDoesNotMatch, AccessDenied (and
-	// a bare 403 on HEAD); 400 ExpiredToken / InvalidToken for stale session
+	// AWS and MinIO: 403 AccessDenied, the credentials are good and a
+	// policy denies the request.
+	case a.status == 403 && a.code == "AccessDenied":
+		sentinel = fmt.Errorf("%w for bucket %q", providers.ErrAccessDenied, s.bucket)
+
+	// AWS: 403 InvalidAccessKeyId, SignatureDoesNotMatch (and a bare 403
+	// on HEAD); 400 ExpiredToken / InvalidToken for stale session
 	// credentials. versitygw: 404 XAdminUserNotFound for an unknown access
 	// key. A skewed clock is the SDK's to correct, not a credentials problem.
 	case a.status == 403 && a.code != "RequestTimeTooSkewed",
