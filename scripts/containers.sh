@@ -295,7 +295,7 @@ build_minio() {
 	# The binary scripts/install-emulators.sh built (its 10-minute build is
 	# not repeated here), with the libraries it links, as /usr/bin/minio;
 	# data under /data, as in MinIO's own image.
-	[[ -x $bin && $(<"$emulators/stamps/minio" 2>/dev/null) == "github.com/minio/minio@$minio_version" ]] ||
+	[[ -x $bin && $(cat "$emulators/stamps/minio" 2>/dev/null) == "github.com/minio/minio@$minio_version" ]] ||
 		die "no MinIO $minio_version in $emulators; run ./scripts/install-emulators.sh first"
 	mkdir -p "$root/usr/bin" "$root/data" "$root/etc/ssl/certs"
 	cp -L "$bin" "$root/usr/bin/minio"
