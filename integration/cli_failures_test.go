@@ -295,3 +295,27 @@ func TestCLIWrongEndpointGCS(t *testing.T) {
 		leftBehind()
 	})
 }
+
+// An s3:// URL whose endpoint is a GCS server: inspect said "no lease"
+// (exit 1) and acquire retried "precondition failed". Every command now
+// says the endpoint does not serve the S3 API, exit 78.
+func TestCLIWrongEndpointS3AtGCS(t *testing.T) {
+	g := emulator.FakeGCS(t)
+	env := []string{"AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s", "AWS_REGION=us-east-1"}
+	u := s3CLIURL("http://"+g.Host, g.Bucket, emulator.Prefix(t)+"a")
+	line := `%s s3://\S+: endpoint does not serve the store's API: bucket "` + g.Bucket + `": the endpoint answered \d+ without an S3 error in the reply \(check \?endpoint= or AWS_ENDPOINT_URL\)`
+	runCLI(t, env, "inspect", u).want(t, 78, strings.Replace(line, "%s", "inspect", 1))
+	runCLI(t, env, "acquire", "--timeout", "0", u).want(t, 78, strings.Replace(line, "%s", "acquire", 1))
+	runCLI(t, env, "run", "--timeout", "0", u, "--", "true").want(t, 78, strings.Replace(line, "%s", "run", 1))
+}
+
+// No credentials at all for S3: a run retried for ever with the SDK's
+// "failed to refresh cached credentials" message; now one line, exit 78.
+func TestCLINoCredentialsS3(t *testing.T) {
+	e := emulator.MinIO(t)
+	u := s3CLIURL(e.Endpoint, e.Bucket, emulator.Prefix(t)+"a")
+	env := []string{"AWS_REGION=" + e.Region}
+	line := `%s s3://\S+: no credentials found \(set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY\)`
+	runCLI(t, env, "run", u, "--", "true").want(t, 78, strings.Replace(line, "%s", "run", 1))
+	runCLI(t, env, "inspect", u).want(t, 78, strings.Replace(line, "%s", "inspect", 1))
+}

@@ -45,6 +45,13 @@ type ProbeReport struct {
 	// writes (objlease deletes conditionally only to collect batch objects
 	// orphaned below the committed token, which nothing writes again).
 	Caveats []string
+	// DeleteUnconditional: the store let a DELETE with a stale version
+	// remove the object (it ignores If-Match on DELETE, as MinIO does). No
+	// lease write and no fenced write is a delete (a fenced delete writes a
+	// tombstone by conditional replace), and fence.Collect deletes only
+	// orphans no commit can reach, so the store stays safe for objlease; a
+	// caveat says so.
+	DeleteUnconditional bool
 }
 
 // Probe checks, with scratch objects under prefix, that store refuses the
@@ -53,7 +60,8 @@ type ProbeReport struct {
 // One request at a time: a second create, a replace or delete with a stale
 // version, a replace and a delete of a missing object; and that the object
 // is intact after the stale delete. Each check is answered by the store
-// itself, not by a client-side comparison.
+// itself, not by a client-side comparison. A stale delete that succeeds is
+// a caveat, not a failure (ProbeReport.DeleteUnconditional).
 //
 // Then concurrently, since a store may check a precondition and write
 // without holding the object in between: ProbeWriters writers released
@@ -172,10 +180,18 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 		}
 	}
 	// The stale delete must reach the store and be refused there; the read
-	// below then checks that the object survived it.
-	if err := refused("delete with a stale version", timed("delete", func() (time.Time, error) {
+	// below then checks that the object survived it. A store that lets it
+	// through only gets a caveat: objlease never relies on a conditional
+	// DELETE to keep a lease or a fence (see DeleteUnconditional).
+	err = timed("delete", func() (time.Time, error) {
 		return time.Time{}, store.Delete(ctx, key, v1.Version)
-	})); err != nil {
+	})
+	if err == nil {
+		r.DeleteUnconditional = true
+		r.Caveats = append(r.Caveats, "delete with a stale version succeeded (If-Match ignored on DELETE): "+
+			"objlease's leases, fenced puts, fenced deletes (tombstones written by conditional replace) and batch commits do not rely on it, "+
+			"and batch collect deletes only orphans no commit can reach; do not rely on this store's conditional DELETE for data of your own")
+	} else if err := refused("delete with a stale version", err); err != nil {
 		return r, err
 	}
 	var obj *providers.Object
@@ -188,6 +204,8 @@ func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeRep
 		return time.Time{}, err
 	})
 	switch {
+	case errors.Is(err, providers.ErrNotFound) && r.DeleteUnconditional:
+		// Gone by the stale delete, as its caveat says.
 	case errors.Is(err, providers.ErrNotFound):
 		r.Failures = append(r.Failures, "the object is gone after a delete with a stale version")
 	case err != nil:

@@ -77,11 +77,14 @@ func TestProbe(t *testing.T) {
 	if !errors.Is(err, objlease.ErrStoreUnsafe) {
 		t.Fatalf("ignoring store: %v, want ErrStoreUnsafe", err)
 	}
-	for _, want := range []string{"If-None-Match: * ignored", "If-Match ignored", "replace of a missing object", "delete with a stale version",
+	for _, want := range []string{"If-None-Match: * ignored", "If-Match ignored", "replace of a missing object",
 		"create race (If-None-Match: * is not atomic)", "replace race (If-Match is not atomic)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q lacks %q", err, want)
 		}
+	}
+	if !r.DeleteUnconditional || len(r.Caveats) == 0 || !strings.Contains(r.Caveats[0], "delete with a stale version succeeded") {
+		t.Errorf("ignoring store: DeleteUnconditional %v, caveats %q; want the stale delete as a caveat", r.DeleteUnconditional, r.Caveats)
 	}
 	if r.MissingReplace != "success" {
 		t.Errorf("ignoring store: replace of a missing object reported as %q, want success", r.MissingReplace)
@@ -246,5 +249,46 @@ func TestProbeRacyDeleteIsACaveat(t *testing.T) {
 	}
 	if len(r.Caveats) == 0 || !strings.Contains(r.Caveats[0], "delete-replace race") {
 		t.Fatalf("caveats %q, want the delete-replace race", r.Caveats)
+	}
+}
+
+// deleteIgnoringStore enforces If-None-Match and If-Match on writes and
+// ignores If-Match on DELETE, as MinIO does (a stale conditional delete
+// removes the object).
+type deleteIgnoringStore struct{ *providers.Bucket }
+
+func (s deleteIgnoringStore) Delete(ctx context.Context, key, _ string) error {
+	a, err := s.Stat(ctx, key)
+	if errors.Is(err, providers.ErrNotFound) {
+		return nil // a DELETE of a missing key succeeds
+	}
+	if err != nil {
+		return err
+	}
+	return s.Bucket.Delete(ctx, key, a.Version)
+}
+
+// A store that ignores the condition of a DELETE and enforces those of
+// writes keeps leases exclusive (no lease write is a delete; a fenced
+// delete writes a tombstone): the store is safe, the report names the
+// capability it lacks, and a caveat says so.
+func TestProbeUnconditionalDeleteIsACaveat(t *testing.T) {
+	m := mem.New()
+	r, err := objlease.Probe(context.Background(), deleteIgnoringStore{m}, "probe/")
+	if err != nil {
+		t.Fatalf("store that ignores If-Match on DELETE only: %v, want safe with a caveat", err)
+	}
+	if !r.DeleteUnconditional {
+		t.Errorf("DeleteUnconditional is false on a store whose stale delete succeeded")
+	}
+	if len(r.Caveats) == 0 || !strings.Contains(r.Caveats[0], "delete with a stale version succeeded") {
+		t.Errorf("caveats %q, want the stale delete first", r.Caveats)
+	}
+	if page, _ := m.List(context.Background(), "", "", 1000); len(page.Objects) != 0 {
+		t.Fatalf("probe left %d objects behind", len(page.Objects))
+	}
+	r, err = objlease.Probe(context.Background(), mem.New(), "probe/")
+	if err != nil || r.DeleteUnconditional {
+		t.Fatalf("correct store: %v, DeleteUnconditional %v", err, r.DeleteUnconditional)
 	}
 }

@@ -62,6 +62,12 @@ var (
 	// ErrPermission: the store refused the credentials or denied the
 	// request. Nothing was written.
 	ErrPermission = driver.ErrPermission
+	// ErrNoCredentials: no credentials could be found or obtained for the
+	// store, so no request was sent. It also matches ErrPermission.
+	ErrNoCredentials = driver.ErrNoCredentials
+	// ErrAccessDenied: the store accepted the credentials and denied the
+	// request. It also matches ErrPermission.
+	ErrAccessDenied = driver.ErrAccessDenied
 	// ErrUnreachable: no connection to the store could be made; the
 	// request was never sent.
 	ErrUnreachable = driver.ErrUnreachable

@@ -35,6 +35,10 @@
 #                                      FROM scratch + this machine's node, the
 #                                      libraries it links and Azurite's
 #                                      node_modules from the emulators dir
+#   objlease/minio:<pseudo-version>    FROM scratch + the emulators dir's
+#                                      minio and the libraries it links;
+#                                      always built here, never pulled
+#                                      (OBJLEASE_SKIP_MINIO=1: left out)
 #
 # Each keeps the upstream image's entrypoint and paths, so the harness
 # passes the same command line to either. Local builds carry the label
@@ -60,6 +64,9 @@ gcs_version=v1.56.1
 gcs_image=fsouza/fake-gcs-server:${gcs_version#v}
 azurite_version=3.37.0
 azurite_image=mcr.microsoft.com/azure-storage/azurite:$azurite_version
+minio_version=v0.0.0-20260212201848-7aac2a2c5b7c
+# Never pulled: MinIO's own images are tagged by release date.
+minio_image=objlease/minio:$minio_version
 
 log() { echo "containers.sh: $*" >&2; }
 die() { log "FAILED: $*"; exit 1; }
@@ -173,7 +180,7 @@ stop_engine() {
 
 # recipe NAME: a hash of everything a local build of NAME depends on.
 recipe() {
-	{ declare -f "build_$1" put_libs; echo "$vgw_version $gcs_version $azurite_version"; } | sha256sum | cut -c1-16
+	{ declare -f "build_$1" put_libs; echo "$vgw_version $gcs_version $azurite_version $minio_version"; } | sha256sum | cut -c1-16
 }
 
 # image NAME REF: makes REF present, pulling or building it.
@@ -283,11 +290,27 @@ build_azurite() {
 	)
 }
 
+build_minio() {
+	local root=$1 bin=$emulators/bin/minio
+	# The binary scripts/install-emulators.sh built (its 10-minute build is
+	# not repeated here), with the libraries it links, as /usr/bin/minio;
+	# data under /data, as in MinIO's own image.
+	[[ -x $bin && $(cat "$emulators/stamps/minio" 2>/dev/null) == "github.com/minio/minio@$minio_version" ]] ||
+		die "no MinIO $minio_version in $emulators; run ./scripts/install-emulators.sh first"
+	mkdir -p "$root/usr/bin" "$root/data" "$root/etc/ssl/certs"
+	cp -L "$bin" "$root/usr/bin/minio"
+	put_libs "$root" "$root/usr/bin/minio"
+	changes+=('ENV HOME=/tmp' 'VOLUME /data' 'EXPOSE 9000' 'ENTRYPOINT ["/usr/bin/minio"]')
+}
+
 images() {
 	answers "${DOCKER_HOST:-}" || die "no Docker engine answers at ${DOCKER_HOST:-the default socket}"
 	image versitygw "$vgw_image"
 	image fake-gcs-server "$gcs_image"
 	image azurite "$azurite_image"
+	if [[ ${OBJLEASE_SKIP_MINIO:-} != 1 ]]; then
+		OBJLEASE_IMAGES=build image minio "$minio_image"
+	fi
 }
 
 # leftovers: fails if any container or volume exists. A test binary that

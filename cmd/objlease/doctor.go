@@ -24,15 +24,17 @@ throttled; several only if all deleted and the object is gone), and the
 object must be as the winner left it. Some
 S3-compatible stores accept conditional requests and ignore them, or enforce
 them non-atomically; leases on such a store are not exclusive. It writes
-scratch objects under PREFIX-URL and removes them.
+scratch objects under PREFIX-URL and removes them. A store that lets a
+stale DELETE through (MinIO) is safe with a caveat: no lease or fenced write
+is a delete.
 
 Prints the verdict, every check that failed, one line per kind of race
 (rounds, how many rounds had how many winners, verdict), how the store
 answers writes to a missing object, the store's clock offset from this
 machine's (when the store reports its time) and the latency of each
 sequential request. With -o json: {"url","store","safe","failures",
-"missing_replace","missing_delete","races","clock_known","clock_offset_ms",
-"latency_ms"}, each race {"kind","writers","rounds","winners",
+"caveats","delete_unconditional","missing_replace","missing_delete",
+"races","clock_known","clock_offset_ms","latency_ms"}, each race {"kind","writers","rounds","winners",
 "all_retryable","repeated_deletes","conflicts","throttled","verdict",
 "failures","elapsed_ms"}
 (winners[w] is the number of rounds that w writers won). Exits 0 if the
@@ -40,17 +42,20 @@ store is safe to use, 1 if it is not, 69 if it could not be checked.`
 
 // diagnosis is doctor's JSON output.
 type diagnosis struct {
-	URL            string               `json:"url"`
-	Store          string               `json:"store"`
-	Safe           bool                 `json:"safe"`
-	Failures       []string             `json:"failures"`
-	Caveats        []string             `json:"caveats"`
-	MissingReplace string               `json:"missing_replace"`
-	MissingDelete  string               `json:"missing_delete"`
-	Races          []raceJSON           `json:"races"`
-	ClockKnown     bool                 `json:"clock_known"`
-	ClockOffsetMs  float64              `json:"clock_offset_ms"`
-	LatencyMs      map[string][]float64 `json:"latency_ms"`
+	URL      string   `json:"url"`
+	Store    string   `json:"store"`
+	Safe     bool     `json:"safe"`
+	Failures []string `json:"failures"`
+	Caveats  []string `json:"caveats"`
+	// DeleteUnconditional: a DELETE with a stale version removed the
+	// object (the store ignores If-Match on DELETE).
+	DeleteUnconditional bool                 `json:"delete_unconditional"`
+	MissingReplace      string               `json:"missing_replace"`
+	MissingDelete       string               `json:"missing_delete"`
+	Races               []raceJSON           `json:"races"`
+	ClockKnown          bool                 `json:"clock_known"`
+	ClockOffsetMs       float64              `json:"clock_offset_ms"`
+	LatencyMs           map[string][]float64 `json:"latency_ms"`
 }
 
 // raceJSON is one kind of race in doctor's JSON output.
@@ -90,7 +95,7 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 		}
 		if *asJSON {
 			d := diagnosis{URL: url, Store: r.Store, Safe: len(r.Failures) == 0, Failures: append([]string{}, r.Failures...),
-				Caveats: append([]string{}, r.Caveats...), MissingReplace: r.MissingReplace, MissingDelete: r.MissingDelete, Races: []raceJSON{},
+				Caveats: append([]string{}, r.Caveats...), DeleteUnconditional: r.DeleteUnconditional, MissingReplace: r.MissingReplace, MissingDelete: r.MissingDelete, Races: []raceJSON{},
 				ClockKnown: r.ClockKnown, ClockOffsetMs: msOf(r.ClockOffset), LatencyMs: map[string][]float64{}}
 			for _, race := range r.Races {
 				d.Races = append(d.Races, raceJSON{Kind: race.Kind, Writers: race.Writers, Rounds: race.Rounds,
@@ -109,9 +114,12 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 		}
 		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(w, "store:\t%s\n", r.Store)
-		if len(r.Failures) == 0 {
+		switch {
+		case len(r.Failures) == 0 && r.DeleteUnconditional:
+			fmt.Fprintf(w, "verdict:\tsafe: every conditional write that should fail was refused, alone and in races; conditional DELETE not enforced (see the caveats)\n")
+		case len(r.Failures) == 0:
 			fmt.Fprintf(w, "verdict:\tsafe: every conditional write that should fail was refused, alone and in races\n")
-		} else {
+		default:
 			fmt.Fprintf(w, "verdict:\tUNSAFE: leases on this store would not be exclusive\n")
 			for _, fail := range r.Failures {
 				fmt.Fprintf(w, "failed:\t%s\n", fail)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 	"github.com/objlease/objlease/providers/faulty"
 	"github.com/objlease/objlease/providers/mem"
 )
@@ -83,5 +84,59 @@ func TestDoctorNonAtomicStore(t *testing.T) {
 		if r.Verdict != "unsafe" || len(r.Failures) == 0 || len(r.Winners) != 9 || r.Winners[1] == 8 {
 			t.Errorf("race %+v, want unsafe", r)
 		}
+	}
+}
+
+// delIgnoring ignores If-Match on DELETE and enforces every other
+// condition, as MinIO does. It is a driver over a mem driver.
+type delIgnoring struct{ driver.Driver }
+
+func (s delIgnoring) Delete(ctx context.Context, key, _ string) error {
+	a, err := s.Stat(ctx, key)
+	if err != nil {
+		return nil // a DELETE of a missing key succeeds
+	}
+	return s.Driver.Delete(ctx, key, a.Version)
+}
+
+// registerDelIgnoring registers the scheme "delignoring" once, however
+// often the test runs.
+var registerDelIgnoring = sync.OnceValue(func() error {
+	return providers.Register("delignoring", func(_ context.Context, u *url.URL, _ providers.OpenOptions) (*providers.Bucket, string, error) {
+		return providers.NewBucket(delIgnoring{mem.NewDriver()}), strings.TrimPrefix(u.Path, "/"), nil
+	})
+})
+
+// TestDoctorUnconditionalDelete: doctor on a store that enforces
+// conditional writes and ignores If-Match on DELETE calls it safe (no lease
+// or fenced write is a delete), exits 0, and names what it lacks in a
+// caveat and in the JSON.
+func TestDoctorUnconditionalDelete(t *testing.T) {
+	if err := registerDelIgnoring(); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+	if code := c.main(context.Background(), []string{"doctor", "delignoring://s/p/"}); code != 0 {
+		t.Fatalf("doctor exited %d, want 0 (safe); stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{
+		`(?m)^verdict: +safe: .*; conditional DELETE not enforced \(see the caveats\)$`,
+		`(?m)^caveat: +delete with a stale version succeeded \(If-Match ignored on DELETE\): .*batch collect deletes only orphans`,
+	} {
+		if !regexp.MustCompile(want).MatchString(stdout.String()) {
+			t.Errorf("stdout lacks %s:\n%s", want, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if code := c.main(context.Background(), []string{"doctor", "-o", "json", "delignoring://s/p/"}); code != 0 {
+		t.Fatalf("doctor -o json exited %d; stderr:\n%s", code, stderr.String())
+	}
+	var d map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d["safe"] != true || d["delete_unconditional"] != true {
+		t.Errorf("safe %v, delete_unconditional %v; want both true: %s", d["safe"], d["delete_unconditional"], stdout.String())
 	}
 }

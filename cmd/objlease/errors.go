@@ -53,7 +53,7 @@ var exitCodes = []struct {
 }{
 	{0, nil, "success"},
 	{78, []error{providers.ErrNoBucket, providers.ErrPermission, providers.ErrWrongEndpoint},
-		"the store is not set up as the URL says: the bucket or container does not exist, the credentials were refused, the endpoint does not serve the store's API, or (file://) the file system refused access or is mounted read-only"},
+		"the store is not set up as the URL says: the bucket or container does not exist, no credentials were found or they were refused, the endpoint does not serve the store's API, or (file://) the file system refused access or is mounted read-only"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
 		fence.ErrVersionsRepeat, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
 		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty)"},
@@ -217,6 +217,10 @@ func reason(err error, rawURL string) string {
 	case errors.Is(err, providers.ErrPermission) && strings.HasPrefix(rawURL, "file:") && errors.As(err, &pe):
 		// The file system refused: the store's words name the file and why.
 		return core(pe) + " (check that the directory is writable by this user and not mounted read-only)"
+	case errors.Is(err, providers.ErrAccessDenied) && errors.As(err, &pe):
+		return fmt.Sprintf("%s %q: access denied: the credentials were accepted, and lack the permission for this request (see docs/permissions.md)", pe.Op, pe.Key)
+	case errors.Is(err, providers.ErrNoCredentials):
+		return "no credentials found (set " + missingCredentialHint(rawURL) + ")"
 	case errors.Is(err, providers.ErrPermission):
 		return "the store refused the credentials (check " + credentialHint(rawURL) + ")"
 	case errors.Is(err, providers.ErrWrongEndpoint):
@@ -316,6 +320,18 @@ func credentialHint(rawURL string) string {
 		return "AZURE_STORAGE_CONNECTION_STRING or the Azure credential chain"
 	}
 	return "AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+}
+
+// missingCredentialHint names what to set when the URL's store found no
+// credentials at all.
+func missingCredentialHint(rawURL string) string {
+	switch {
+	case strings.HasPrefix(rawURL, "gs:"):
+		return "GOOGLE_APPLICATION_CREDENTIALS"
+	case strings.HasPrefix(rawURL, "azblob:"):
+		return "AZURE_STORAGE_CONNECTION_STRING, or the Azure credential chain's AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET"
+	}
+	return "AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
 }
 
 // keyOf names the object a store error is about, or else the URL.

@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,6 +51,8 @@ func TestDescribe(t *testing.T) {
 			`acquire s3://b/k: lease "k": replace "k": throttled by store`},
 		{opErr("inspect", "azblob://c/k", providers.Wrap("get", "k", fmt.Errorf("%w: %q", providers.ErrNoBucket, "c"), sdk)),
 			`inspect azblob://c/k: container "c" does not exist (check the name or AZURE_STORAGE_CONNECTION_STRING)`},
+		{opErr("acquire", "s3://b/k", providers.Wrap("create", "k", fmt.Errorf("%w for bucket %q", providers.ErrAccessDenied, "b"), driver.Native("403 AccessDenied: Access Denied.", sdk))),
+			`acquire s3://b/k: create "k": access denied: the credentials were accepted, and lack the permission for this request (see docs/permissions.md)`},
 		{opErr("run", "s3://b/k", providers.Wrap("create", "k", providers.ErrPermission, sdk)),
 			`run s3://b/k: the store refused the credentials (check AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)`},
 		{opErr("acquire", "file:///d/k", fmt.Errorf("lease %q: %w", "k", providers.Wrap("create", "k", fmt.Errorf("%w: open /d/.objlease-lock.k: read-only file system", providers.ErrPermission),
@@ -195,5 +201,54 @@ func TestListingJSONKeepsZeros(t *testing.T) {
 		if !strings.Contains(string(b), f) {
 			t.Errorf("%s lacks %s", b, f)
 		}
+	}
+}
+
+// TestWrongEndpointS3: an s3:// URL whose endpoint is another kind of
+// server (a GCS emulator, a web server) exits 78 with one line that says
+// the endpoint does not serve the API, whatever the command; not "no
+// lease", nor a retry loop, nor "does not implement conditional writes".
+func TestWrongEndpointS3(t *testing.T) {
+	for _, srv := range []struct {
+		name   string
+		handle http.HandlerFunc
+	}{
+		{"not found page", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }},
+		{"web server", func(w http.ResponseWriter, r *http.Request) {
+			status := http.StatusNotFound
+			if r.Method == http.MethodPut {
+				status = http.StatusNotImplemented // python3 -m http.server
+			}
+			w.Header().Set("Content-Type", "text/html;charset=utf-8")
+			w.WriteHeader(status)
+			if r.Method != http.MethodHead {
+				io.WriteString(w, "<!DOCTYPE HTML>\n<html><head><title>Error response</title></head><body><h1>Error response</h1></body></html>\n")
+			}
+		}},
+	} {
+		t.Run(srv.name, func(t *testing.T) {
+			ts := httptest.NewServer(srv.handle)
+			defer ts.Close()
+			t.Setenv("AWS_ACCESS_KEY_ID", "k")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+			t.Setenv("AWS_REGION", "us-east-1")
+			t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+			t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+			q := "?endpoint=" + url.QueryEscape(ts.URL)
+			for _, args := range [][]string{
+				{"inspect", "s3://bkt/a" + q},
+				{"run", "--timeout", "0", "s3://bkt/a" + q, "--", "true"},
+				{"acquire", "--timeout", "0", "s3://bkt/a" + q},
+				{"doctor", "s3://bkt/p/" + q},
+			} {
+				var stdout, stderr bytes.Buffer
+				c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+				code := c.main(context.Background(), args)
+				want := `\Aobjlease: ` + args[0] + ` s3://bkt/\S+: endpoint does not serve the store's API: bucket "bkt": the endpoint answered \d+ without an S3 error in the reply \(check \?endpoint= or AWS_ENDPOINT_URL\)\n\z`
+				if code != 78 || !regexp.MustCompile(want).MatchString(stderr.String()) {
+					t.Errorf("%s: exit %d, stderr:\n%s\nwant exit 78 and one line matching %s", args[0], code, stderr.String(), want)
+				}
+			}
+		})
 	}
 }

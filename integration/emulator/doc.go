@@ -4,6 +4,7 @@
 //
 //   - versitygw (S3, posix backend): VersityGW, StartVersityGW
 //   - s3rver (S3 that accepts preconditions and ignores them): S3rver
+//   - MinIO (S3 that ignores If-Match on DELETE): MinIO, StartMinIO
 //   - fake-gcs-server (GCS): FakeGCS, StartFakeGCS
 //   - Azurite (Azure Blob): Azurite, StartAzurite
 //

@@ -47,6 +47,10 @@ const (
 	versityGWImage = "versity/versitygw:v1.8.0"
 	fakeGCSImage   = "fsouza/fake-gcs-server:1.56.1"
 	azuriteImage   = "mcr.microsoft.com/azure-storage/azurite:3.37.0"
+	// MinIO tags its images by release date, not by the pseudo-version the
+	// module proxy serves; this name is for the local build of the pinned
+	// version (scripts/containers.sh), never pulled.
+	minioImage = "objlease/minio:v0.0.0-20260212201848-7aac2a2c5b7c"
 )
 
 // Labels on every container the harness starts.

@@ -34,6 +34,9 @@ const (
 const (
 	vgwAccessKey = "testkey"
 	vgwSecretKey = "testsecret"
+	// MinIO's root user; its password must have 8 characters or more.
+	minioAccessKey = "testkey"
+	minioSecretKey = "testsecret"
 	// s3rver's built-in credentials.
 	s3rverKey = "S3RVER"
 	// The development account every Azurite accepts.
@@ -46,6 +49,22 @@ const (
 func VersityGW(t testing.TB) *S3 {
 	t.Helper()
 	return sharedVGW.get(t, startVGW)
+}
+
+// MinIO returns the shared MinIO server, starting it on first use. It
+// enforces If-None-Match and If-Match on PUT and ignores If-Match on DELETE.
+// Its root credentials are an admin's: tests of other users get theirs
+// with MinIOUser.
+func MinIO(t testing.TB) *S3 {
+	t.Helper()
+	return sharedMinIO.get(t, startMinIO)
+}
+
+// StartMinIO starts a MinIO server for the calling test alone. It keeps its
+// data on disk, so that it survives Restart.
+func StartMinIO(t testing.TB) (*S3, *Process) {
+	t.Helper()
+	return private(t, startMinIO)
 }
 
 // S3rver returns the shared s3rver instance: an S3 endpoint that accepts
@@ -132,6 +151,7 @@ type shared[T any] struct {
 
 var (
 	sharedVGW     shared[S3]
+	sharedMinIO   shared[S3]
 	sharedS3rver  shared[S3]
 	sharedGCS     shared[GCS]
 	sharedAzurite shared[Azure]

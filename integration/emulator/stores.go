@@ -90,6 +90,34 @@ func startVGW(dir string) (*S3, *Process, error) {
 	return s, p, nil
 }
 
+// startMinIO runs a single-drive MinIO server with its data under dir;
+// the console listens on a second free port, which MinIO insists on. The
+// bucket is created with the S3 API, as on any S3 store.
+func startMinIO(dir string) (*S3, *Process, error) {
+	p, err := launch(program{
+		name: "minio", bin: "bin/minio", image: minioImage, health: "/minio/health/live", want200: true,
+		env: []string{"MINIO_ROOT_USER=" + minioAccessKey, "MINIO_ROOT_PASSWORD=" + minioSecretKey,
+			// No update checks, no telemetry: the machine may have no network.
+			"MINIO_UPDATE=off", "MINIO_BROWSER=off", "MINIO_CI_CD=1"},
+		args: func(port int, dataDir string) []string {
+			// MinIO binds a console port even with the browser off: the
+			// next port up, which a clash makes the start retry elsewhere.
+			return []string{"server", "--quiet", "--address", hostPort(port), "--console-address", hostPort(port + 1), dataDir}
+		},
+		ctrDir: "/data",
+	}, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &S3{Endpoint: "http://" + hostPort(p.port), Region: "us-east-1",
+		AccessKey: minioAccessKey, SecretKey: minioSecretKey, Bucket: bucketName}
+	if err := createS3Bucket(s); err != nil {
+		p.stopForGood()
+		return nil, nil, fmt.Errorf("minio: %w\nminio log:\n%s", err, p.Log())
+	}
+	return s, p, nil
+}
+
 // startS3rver runs s3rver, which creates the bucket itself at startup.
 func startS3rver(dir string) (*S3, *Process, error) {
 	p, err := launch(program{

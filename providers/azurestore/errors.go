@@ -17,6 +17,11 @@ import (
 // many lines with the reply body, is replaced by the status and code.
 func (s *store) mapError(op, key string, err error) error {
 	write := op == "create" || op == "replace" || op == "delete"
+	// No token could be obtained (no credential configured, or the chain
+	// failed): nothing was sent, so even a write's outcome is known.
+	if errors.Is(err, providers.ErrNoCredentials) {
+		return fmt.Errorf("%w: container %q", providers.ErrNoCredentials, s.container)
+	}
 	var re *azcore.ResponseError
 	if !errors.As(err, &re) {
 		switch {

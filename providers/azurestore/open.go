@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
@@ -124,9 +125,21 @@ func openURL(u *url.URL, opts *container.ClientOptions) (*providers.Bucket, stri
 	if err != nil {
 		return nil, "", fmt.Errorf("azblob: container %q: default Azure credential: %w", loc.container, err)
 	}
-	c, err := container.NewClient(endpoint+"/"+url.PathEscape(loc.container), cred, opts)
+	c, err := container.NewClient(endpoint+"/"+url.PathEscape(loc.container), tagCredential{cred}, opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w %q: %v", providers.ErrBadURL, u.Redacted(), err)
 	}
 	return New(c), loc.key, nil
+}
+
+// tagCredential marks a failure to obtain a token with
+// providers.ErrNoCredentials: the request it was for was never sent.
+type tagCredential struct{ azcore.TokenCredential }
+
+func (t tagCredential) GetToken(ctx context.Context, o policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	tok, err := t.TokenCredential.GetToken(ctx, o)
+	if err != nil && ctx.Err() == nil {
+		return tok, fmt.Errorf("%w: %w", providers.ErrNoCredentials, err)
+	}
+	return tok, err
 }

@@ -37,6 +37,14 @@ var (
 	// ErrPermission: the store refused the credentials (unknown key, wrong
 	// secret, expired token) or denied the request. Nothing was written.
 	ErrPermission = errors.New("permission denied")
+	// ErrNoCredentials: no credentials could be found or obtained for the
+	// store (none configured, or the credential chain failed), so no
+	// request was sent. It also matches ErrPermission.
+	ErrNoCredentials error = &refinement{"no credentials found", ErrPermission}
+	// ErrAccessDenied: the store accepted the credentials and denied the
+	// request (a policy without the permission). It also matches
+	// ErrPermission.
+	ErrAccessDenied error = &refinement{"access denied", ErrPermission}
 	// ErrUnreachable: no connection to the store could be made (connection
 	// refused, DNS failure, TLS handshake failure), so the request was never
 	// sent and a write was not applied. A request that was sent and whose

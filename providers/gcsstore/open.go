@@ -119,7 +119,9 @@ func newClient(ctx context.Context, endpoint string, oo providers.OpenOptions) (
 		var err error
 		rt, err = htransport.NewTransport(ctx, rt, option.WithScopes(storage.ScopeFullControl))
 		if err != nil {
-			return nil, err
+			// Application Default Credentials are looked up here; it
+			// fails for nothing else a caller can set.
+			return nil, fmt.Errorf("%w: %w", providers.ErrNoCredentials, err)
 		}
 	}
 	opts = append(opts, option.WithHTTPClient(&http.Client{Transport: rt}))

@@ -2,9 +2,12 @@ package s3store
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -30,6 +33,10 @@ type answer struct {
 	code    string // S3 error code from the body, or the SDK's stand-in for HEAD
 	noReply bool   // the request failed in transit, or its reply was lost or unreadable
 	ctxErr  bool   // the caller's context ended while the request was out
+	// notS3 says a reply with a body carried no S3 error in it: the body
+	// was not XML, or had no error code, so the SDK made one up from the
+	// status line. S3 names its errors in every reply that has a body.
+	notS3 bool
 }
 
 func inspect(err error) answer {
@@ -47,6 +54,14 @@ func inspect(err error) answer {
 	var ne net.Error
 	a.noReply = errors.As(err, &send) || errors.As(err, &de) || errors.As(err, &ne)
 	a.ctxErr = errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	// A reply without a body (HEAD, or a terse proxy) says nothing either way.
+	head := re != nil && re.Response != nil && re.Response.Request != nil && re.Response.Request.Method == http.MethodHead
+	if (a.status >= 400 && a.status < 500 || a.status == 501) && !head && re.Response.ContentLength != 0 {
+		text := http.StatusText(a.status)
+		var syntax *xml.SyntaxError
+		a.notS3 = errors.As(err, &de) || errors.As(err, &syntax) ||
+			ae != nil && ae.ErrorCode() == strings.ReplaceAll(text, " ", "") && ae.ErrorMessage() == text
+	}
 	return a
 }
 
@@ -72,12 +87,29 @@ func (s *store) mapError(op, key string, req request, err error) error {
 	case a.status == 412:
 		sentinel = providers.ErrPrecondition
 
+	// No credentials could be obtained (none configured, or the chain
+	// failed): nothing was sent.
+	case a.status == 0 && errors.Is(err, providers.ErrNoCredentials):
+		sentinel = providers.ErrNoCredentials
+
+	// A server that is not S3 (a GCS emulator, a web server, a wrong
+	// path behind a proxy): a 4xx (or 501) reply whose body holds no S3
+	// error. A
+	// HEAD's reply has no body and is not judged here (see whyMissing).
+	case a.notS3:
+		sentinel = fmt.Errorf("%w: bucket %q: the endpoint answered %d without an S3 error in the reply", providers.ErrWrongEndpoint, s.bucket, a.status)
+
 	// AWS and versitygw: NoSuchBucket on any request with a body.
 	case a.code == "NoSuchBucket":
 		sentinel = fmt.Errorf("%w: %q", ErrNoBucket, s.bucket)
 
-	// AWS: 403 InvalidAccessKeyId, SignatureDoesNotMatch, AccessDenied (and
-	// a bare 403 on HEAD); 400 ExpiredToken / InvalidToken for stale session
+	// AWS and MinIO: 403 AccessDenied, the credentials are good and a
+	// policy denies the request.
+	case a.status == 403 && a.code == "AccessDenied":
+		sentinel = fmt.Errorf("%w for bucket %q", providers.ErrAccessDenied, s.bucket)
+
+	// AWS: 403 InvalidAccessKeyId, SignatureDoesNotMatch (and a bare 403
+	// on HEAD); 400 ExpiredToken / InvalidToken for stale session
 	// credentials. versitygw: 404 XAdminUserNotFound for an unknown access
 	// key. A skewed clock is the SDK's to correct, not a credentials problem.
 	case a.status == 403 && a.code != "RequestTimeTooSkewed",
@@ -153,13 +185,19 @@ func (s *store) mapError(op, key string, req request, err error) error {
 // If the listing is refused too (a policy without s3:ListBucket) or fails,
 // the 404 stays ErrNotFound.
 func (s *store) whyMissing(ctx context.Context, key string, headErr error) error {
+	return s.whyMissingFor(ctx, "stat", read, key, headErr)
+}
+
+// whyMissingFor is whyMissing for op, whose HEAD answered 404 as req.
+func (s *store) whyMissingFor(ctx context.Context, op string, req request, key string, headErr error) error {
 	_, err := s.client.ListObjectsV2(ctx, &s3sdk.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &key, MaxKeys: aws.Int32(1)}, s.opts...)
 	if err == nil {
 		s.seen.Store(true)
-		return s.mapError("stat", key, read, headErr)
+		return s.mapError(op, key, req, headErr)
 	}
-	if m := s.mapError("stat", key, read, err); errors.Is(m, ErrNoBucket) || inspect(err).code != "AccessDenied" && errors.Is(m, ErrCredentials) {
+	if m := s.mapError(op, key, read, err); errors.Is(m, ErrNoBucket) || errors.Is(m, providers.ErrWrongEndpoint) ||
+		inspect(err).code != "AccessDenied" && errors.Is(m, ErrCredentials) {
 		return m
 	}
-	return s.mapError("stat", key, read, headErr)
+	return s.mapError(op, key, req, headErr)
 }

@@ -346,3 +346,30 @@ func TestUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// TestNotAnS3Endpoint: a server that is not S3 (a GCS emulator, a web
+// server) answers 4xx without an S3 error body. That is not a missing
+// object: every operation says the endpoint does not serve the API.
+func TestNotAnS3Endpoint(t *testing.T) {
+	for _, page := range []struct{ name, contentType, body string }{
+		{"plain", "text/plain; charset=utf-8", "404 page not found\n"},
+		{"html", "text/html", "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error response</title>\n</head>\n<body><h1>Error response</h1></body></html>\n"},
+		{"json", "application/json", `{"error":{"code":404,"message":"Not Found"}}`},
+	} {
+		for _, op := range []string{"get", "stat", "list", "create", "replace", "delete"} {
+			t.Run(page.name+"/"+op, func(t *testing.T) {
+				s, _ := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", page.contentType)
+					w.WriteHeader(http.StatusNotFound)
+					if r.Method != http.MethodHead {
+						io.WriteString(w, page.body)
+					}
+				})
+				err := do(t.Context(), s, op, "k")
+				if !errors.Is(err, providers.ErrWrongEndpoint) {
+					t.Fatalf("%s: %v, want ErrWrongEndpoint", op, err)
+				}
+			})
+		}
+	}
+}

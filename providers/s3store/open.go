@@ -113,6 +113,9 @@ func open(ctx context.Context, u *url.URL, oo providers.OpenOptions) (*providers
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
+	if cfg.Credentials != nil {
+		cfg.Credentials = tagCredentials{cfg.Credentials}
+	}
 	endpointSet := c.endpoint != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
 	pathStyle := endpointSet
 	if c.pathStyle != nil {
@@ -131,4 +134,18 @@ func open(ctx context.Context, u *url.URL, oo providers.OpenOptions) (*providers
 		}
 	})
 	return New(client, c.bucket), c.key, nil
+}
+
+// tagCredentials marks a failure to obtain credentials with
+// providers.ErrNoCredentials: the request was never sent, and the SDK's
+// message for it ("get identity: get credentials: failed to refresh
+// cached credentials, no EC2 IMDS role found, ...") has no type of its own.
+type tagCredentials struct{ aws.CredentialsProvider }
+
+func (t tagCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	c, err := t.CredentialsProvider.Retrieve(ctx)
+	if err != nil && ctx.Err() == nil {
+		return c, fmt.Errorf("%w: %w", providers.ErrNoCredentials, err)
+	}
+	return c, err
 }

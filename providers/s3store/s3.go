@@ -263,6 +263,11 @@ func (s *store) Delete(ctx context.Context, key string, ifVersion string) error 
 		return driver.Wrap(op, key, driver.ErrPrecondition, errors.New("empty version"))
 	}
 	if _, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}, s.opts...); err != nil {
+		if inspect(err).status == 404 && !s.seen.Load() {
+			// As in Stat: until the bucket is known to exist, a bare 404
+			// may mean no bucket, or no S3 at the endpoint.
+			return s.whyMissingFor(ctx, op, precheck, key, err)
+		}
 		return s.mapError(op, key, precheck, err)
 	}
 	// The version is not compared here: the store must refuse a stale
