@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/internal/entropy"
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -115,7 +114,7 @@ func (c *Client) nonce() string {
 			b[i+j] = byte(v >> (8 * j))
 		}
 	}
-	if safeguards.UniqueNonces.Load() {
+	if uniqueNonces() {
 		copy(b[:8], c.salt[:])
 	}
 	return hex.EncodeToString(b[:])
@@ -327,7 +326,7 @@ func (c *Client) sawBad(version string, attrs providers.Attrs, data []byte, err 
 // must be seen unchanged before a writer promising ttl can have stopped
 // relying on it.
 func (c *Client) observedWait(ttl time.Duration, since, now time.Time) time.Duration {
-	if !safeguards.DriftMargin.Load() {
+	if !driftMargin() {
 		return ttl - now.Sub(since)
 	}
 	return time.Duration(float64(ttl)*(1+c.opts.DriftBound)) - now.Sub(since)
@@ -337,7 +336,7 @@ func (c *Client) observedWait(ttl time.Duration, since, now time.Time) time.Dura
 // before it replaces it: it may be the record of a live holder (a newer
 // objlease's, or one whose token was rewritten), which must keep its time.
 func (c *Client) forceWait(o *observation, now time.Time) time.Duration {
-	if !safeguards.ForceWaits.Load() {
+	if !forceWaits() {
 		return 0
 	}
 	return c.observedWait(o.badTTL, o.since, now)
@@ -549,7 +548,7 @@ func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string) 
 		}
 		uncertain = uncertain || errors.Is(err, providers.ErrUnknownOutcome)
 		c.log.Warn("write outcome unknown; re-reading", slog.Any("err", err))
-		if !safeguards.NonceCheck.Load() {
+		if !nonceCheck() {
 			return providers.WriteResult{}, uncertain, nil // assume it landed
 		}
 		res, landed, rerr := c.resolve(ctx, rec, ifVersion, err)
@@ -573,7 +572,7 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 		o, err := c.read(ctx)
 		if err == nil {
 			switch {
-			case o.rec != nil && o.rec.Nonce == rec.Nonce && (o.rec.Holder == rec.Holder || !safeguards.OwnWriteCheck.Load()):
+			case o.rec != nil && o.rec.Nonce == rec.Nonce && (o.rec.Holder == rec.Holder || !ownWriteCheck()):
 				return providers.WriteResult{Version: o.version, LastModified: o.attrs.LastModified, StoreTime: o.attrs.StoreTime}, true, nil
 			case o.version == ifVersion: // unchanged ("" == absent for a create)
 				return providers.WriteResult{}, false, nil

@@ -131,7 +131,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -314,7 +313,7 @@ func (s *Store) files(op, key string) (paths, error) {
 		return paths{}, providers.Wrap(op, key, fmt.Errorf("%w: %s", providers.ErrInvalidKey, why), nil)
 	}
 	var p string
-	if safeguards.PathLock.Load() {
+	if pathLock() {
 		p = resolve(join(s.root, key))
 	} else {
 		p = join(s.dir(), key)
@@ -898,7 +897,7 @@ func (s *Store) write(ctx context.Context, op, key string, data []byte, metadata
 func (s *Store) commit(f paths, data []byte, sc *sidecar) error {
 	sum := sha256.Sum256(data)
 	sc.SHA256 = hex.EncodeToString(sum[:])
-	if !safeguards.PathLock.Load() {
+	if !pathLock() {
 		// Writers under different locks must not share these files
 		// (earlier releases gave each write its own temporary file).
 		u := "." + rand.Text()
@@ -1024,7 +1023,7 @@ func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 		return nil, wrap(context.Cause(ctx))
 	}
 	name := f.lock
-	legacy := !safeguards.PathLock.Load()
+	legacy := !pathLock()
 	if legacy {
 		name = f.legacyLock
 	}
@@ -1164,7 +1163,7 @@ func (s *Store) Delete(ctx context.Context, key string, ifVersion string) (err e
 	if err := syncDir(f.dir); err != nil {
 		return providers.Wrap("delete", key, providers.ErrUnknownOutcome, err)
 	}
-	if !safeguards.PathLock.Load() {
+	if !pathLock() {
 		s.prune(f.dir)
 	}
 	return nil // unlock removes the lock file and empty directories
