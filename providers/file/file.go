@@ -145,9 +145,10 @@ const (
 	maxKeyBytes = 1024
 )
 
-// openFile is os.OpenFile; the package's tests replace it to make the file
-// system refuse what the user running them (root) would be allowed.
-var openFile = os.OpenFile
+// openFile is the platform's openFileShared; the package's tests replace it
+// to make the file system refuse what the user running them (root) would
+// be allowed.
+var openFile = openFileShared
 
 // sidecar is the content of an object's attributes file.
 type sidecar struct {
@@ -242,7 +243,7 @@ func open(_ context.Context, u *url.URL) (*providers.Bucket, string, error) {
 	case !strings.HasPrefix(u.Path, "/"):
 		return nil, "", fmt.Errorf("%w %q: no path; %s", providers.ErrBadURL, u.Redacted(), want)
 	}
-	root, key := path.Split(u.Path)
+	root, key := path.Split(localPath(u.Path))
 	// A missing directory is no error: it reads as empty, and the first
 	// write creates it, so that file://$PWD/.leases/nightly works the
 	// first time. Opening writes nothing.
@@ -362,56 +363,6 @@ func split(p string) (dir, name string) {
 	return dir, name
 }
 
-// maxLinks is how many symbolic links Linux follows in one path.
-const maxLinks = 40
-
-// resolve returns the absolute path p as open(2) resolves it: a symbolic
-// link is replaced by its target where it stands, and ".." is the parent
-// of the directory reached so far, after the links before it are followed
-// (for a link "l" to "a/b", "l/.." is "a", not the directory holding "l").
-// As far as p exists, the result names the same file without links or dot
-// segments. From the first name that does not exist, that is not a
-// directory while more follows, or that is one link too many, the rest of
-// p is kept as written, so that the kernel makes of it what it makes of p
-// (and, once the directories are created, the same file). A last name
-// that is a link to a file not yet created yields that file: every path
-// to a file yields the same directory and name, and with them the same
-// lock.
-func resolve(p string) string {
-	done, todo, links := "/", p, 0
-	for todo != "" {
-		var c string
-		c, todo, _ = strings.Cut(todo, "/")
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			// done is a directory with no link in its path: its parent
-			// is the one the kernel finds.
-			done = filepath.Dir(done)
-			continue
-		}
-		next := join(done, c)
-		fi, err := os.Lstat(next)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 && !fi.IsDir() && strings.Trim(todo, "/") != "" {
-			return strings.TrimRight(join(next, todo), "/")
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			done = next
-			continue
-		}
-		target, err := os.Readlink(next)
-		if links++; err != nil || links > maxLinks {
-			return strings.TrimRight(join(next, todo), "/")
-		}
-		if filepath.IsAbs(target) {
-			done = "/"
-		}
-		todo = join(target, todo)
-	}
-	return done
-}
-
 // parent is p's directory, without cleaning.
 func parent(p string) string {
 	dir, _ := split(strings.TrimRight(p, "/"))
@@ -446,17 +397,12 @@ func refused(err *error) { *err = permanent(*err) }
 // cure them, and callers stop at once. A write whose outcome is unknown
 // stays ErrUnknownOutcome.
 func permanent(err error) error {
-	var why string
 	switch {
 	case err == nil || errors.Is(err, providers.ErrPermission) || errors.Is(err, providers.ErrUnknownOutcome):
 		return err
-	case errors.Is(err, syscall.EROFS):
-		why = ": read-only file system"
-	case errors.Is(err, syscall.EPERM):
-		why = ": operation not permitted"
-	case errors.Is(err, syscall.EACCES):
-		why = "" // the sentinel says "permission denied"
-	default:
+	}
+	why, ok := refusal(err)
+	if !ok {
 		return err
 	}
 	var (
@@ -544,13 +490,6 @@ func (d *dataFile) close() {
 	}
 }
 
-func identity(fi os.FileInfo) (ino uint64, mtimeNs int64) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = uint64(st.Ino)
-	}
-	return ino, fi.ModTime().UnixNano()
-}
-
 func (d *dataFile) hash() (string, error) {
 	h := sha256.New()
 	if _, err := io.Copy(h, io.NewSectionReader(d.f, 0, d.fi.Size())); err != nil {
@@ -565,7 +504,7 @@ func (d *dataFile) matches(sc *sidecar) (bool, error) {
 	if d == nil || d.fi.Size() != sc.Size {
 		return false, nil
 	}
-	if ino, mt := identity(d.fi); sc.Inode != 0 && ino == sc.Inode && mt == sc.MtimeNs {
+	if ino, mt := identity(d.f, d.fi); sc.Inode != 0 && ino == sc.Inode && mt == sc.MtimeNs {
 		return true, nil
 	}
 	sum, err := d.hash()
@@ -904,17 +843,17 @@ func (s *Store) commit(f paths, data []byte, sc *sidecar) error {
 		f.pending, f.attrsNew = f.pending+u, f.attrsNew+u
 	}
 	sc.Pending = filepath.Base(f.pending)
-	fi, err := writeSynced(f.pending, data)
+	ino, mtime, err := writeSynced(f.pending, data)
 	if err != nil {
 		return err
 	}
-	sc.Inode, sc.MtimeNs = identity(fi)
+	sc.Inode, sc.MtimeNs = ino, mtime
 	s.crashPoint("pending written")
 	b, err := json.Marshal(sc)
 	if err != nil {
 		return err
 	}
-	if _, err := writeSynced(f.attrsNew, append(b, '\n')); err != nil {
+	if _, _, err := writeSynced(f.attrsNew, append(b, '\n')); err != nil {
 		return err
 	}
 	s.crashPoint("sidecar written")
@@ -944,11 +883,12 @@ func (s *Store) crashPoint(stage string) {
 	}
 }
 
-// writeSynced writes content to p and syncs it.
-func writeSynced(p string, content []byte) (os.FileInfo, error) {
+// writeSynced writes content to p and syncs it; it returns the written
+// file's identity.
+func writeSynced(p string, content []byte) (ino uint64, mtimeNs int64, err error) {
 	f, err := openFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	_, err = f.Write(content)
 	if err == nil {
@@ -958,10 +898,13 @@ func writeSynced(p string, content []byte) (os.FileInfo, error) {
 	if err == nil {
 		fi, err = f.Stat()
 	}
+	if err == nil {
+		ino, mtimeNs = identity(f, fi)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return fi, err
+	return ino, mtimeNs, err
 }
 
 // mkdirs creates dir and any missing parents below root, syncing each parent
@@ -986,18 +929,6 @@ func mkdirs(root, dir string) error {
 		return err
 	}
 	return syncDir(up)
-}
-
-func syncDir(dir string) error {
-	d, err := openFile(dir, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // errNoDir: the object's directory does not exist, so neither does it.
@@ -1055,8 +986,8 @@ func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 		if err != nil {
 			return nil, wrap(err)
 		}
-		err = syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
+		locked, err := tryLock(lf)
+		if locked {
 			if same, err := stillLinked(lf, name); err != nil || !same {
 				// Delete removed this lock file while we waited for it.
 				lf.Close()
@@ -1068,7 +999,7 @@ func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 			return func() { s.unlock(f, lf, legacy) }, nil
 		}
 		lf.Close()
-		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+		if err != nil {
 			return nil, wrap(err)
 		}
 		// Jittered, so that waiters do not poll in step.
@@ -1089,7 +1020,10 @@ func (s *Store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 // is safe while holding it: whoever waits for it sees it gone and starts
 // over.
 func (s *Store) unlock(f paths, lf *os.File, legacy bool) {
-	defer lf.Close() // closing releases the flock
+	defer func() {
+		unlockFile(lf)
+		lf.Close()
+	}()
 	if legacy {
 		return
 	}
