@@ -9,7 +9,7 @@
 //	jobs/nightly                       the data, as written
 //	jobs/.objlease-attrs.nightly       sidecar: version, metadata, last
 //	                                   modified, size and SHA-256 of the data
-//	jobs/.objlease-lock.nightly        lock file (flock)
+//	jobs/.objlease-lock.nightly        lock file (flock; LockFileEx on Windows)
 //	jobs/.objlease-pending.nightly     new data while a write is under way
 //	jobs/.objlease-attrs-new.nightly   new sidecar while a write is under way
 //
@@ -32,7 +32,8 @@
 //
 // # Locking
 //
-// Every write holds an exclusive flock on the object's lock file, which sits
+// Every write holds an exclusive lock on the object's lock file (flock on
+// Linux, macOS and the BSDs; LockFileEx on Windows), which sits
 // beside the object in its directory. Every path that reaches the file
 // (through another store root, a symbolic link to a directory, a bind
 // mount) therefore reaches the same lock; a symbolic link at the object's
@@ -41,11 +42,15 @@
 // are not recognised: a second name for the same file is another object,
 // and the first write through either name separates them.
 //
-// Paths, the store's directory's as much as those below it, are resolved
-// as open(2) resolves them, never cleaned as text: a ".." after a symbolic
+// On Unix, paths, the store's directory's as much as those below it, are
+// resolved as open(2) resolves them, never cleaned as text: a ".." after a symbolic
 // link is the parent of the link's target. With /srv/link pointing at
 // data/sub, file:///srv/link/../k is the file /srv/data/k, the very object
-// file:///srv/data/k names, with the same lock.
+// file:///srv/data/k names, with the same lock. On Windows, where Win32
+// removes "." and ".." as text, they are removed first and the links and
+// junctions of what remains followed; file:///C:/dir/key names C:\dir\key.
+// There directories are not synced (NTFS journals their entries) and files
+// are opened so that they can be renamed over or removed while open.
 //
 // Taking the lock honours the
 // context: it is tried without blocking and retried with a short backoff
