@@ -49,8 +49,10 @@
 // file:///srv/data/k names, with the same lock. On Windows, where Win32
 // removes "." and ".." as text, they are removed first and the links and
 // junctions of what remains followed; file:///C:/dir/key names C:\dir\key.
-// There directories are not synced (NTFS journals their entries) and files
-// are opened so that they can be renamed over or removed while open.
+// There directories are not synced (NTFS journals their entries), files
+// are opened so that they can be renamed over or removed while open, and
+// keys whose segments Win32 cannot hold as written (a backslash, a colon,
+// a device name such as NUL) are refused with providers.ErrInvalidKey.
 //
 // Taking the lock honours the
 // context: it is tried without blocking and retried with a short backoff
@@ -288,6 +290,9 @@ func checkKey(key string) string {
 		case len(seg) > maxName:
 			return "key has a path segment longer than 255 bytes"
 		}
+		if why := platformSegment(seg); why != "" {
+			return why
+		}
 	}
 	return ""
 }
@@ -378,7 +383,7 @@ func parent(p string) string {
 // or anything outside it.
 func (s *Store) prune(dir string) {
 	root := s.dir()
-	for d := resolve(dir); below(root, d) && os.Remove(d) == nil; d = filepath.Dir(d) {
+	for d := resolve(dir); below(root, d) && os.Remove(d) == nil; d = parent(d) {
 	}
 }
 

@@ -29,6 +29,9 @@ func localPath(p string) string {
 	return p
 }
 
+// platformSegment refuses the key segments Win32 cannot hold as written.
+func platformSegment(seg string) string { return windowsSegment(seg) }
+
 // openFileShared is os.OpenFile, but opens files with FILE_SHARE_DELETE.
 // Directories are opened by os.OpenFile.
 func openFileShared(name string, flag int, perm os.FileMode) (*os.File, error) {
