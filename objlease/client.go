@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/internal/entropy"
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -126,7 +125,7 @@ func (c *Client) nonce() string {
 			b[i+j] = byte(v >> (8 * j))
 		}
 	}
-	if safeguards.UniqueNonces.Load() {
+	if uniqueNonces() {
 		copy(b[:8], c.salt[:])
 	}
 	return hex.EncodeToString(b[:])
@@ -338,7 +337,7 @@ func (c *Client) sawBad(version string, attrs providers.Attrs, data []byte, err 
 // must be seen unchanged before a writer promising ttl can have stopped
 // relying on it.
 func (c *Client) observedWait(ttl time.Duration, since, now time.Time) time.Duration {
-	if !safeguards.DriftMargin.Load() {
+	if !driftMargin() {
 		return ttl - now.Sub(since)
 	}
 	return time.Duration(float64(ttl)*(1+c.opts.DriftBound)) - now.Sub(since)
@@ -348,7 +347,7 @@ func (c *Client) observedWait(ttl time.Duration, since, now time.Time) time.Dura
 // before it replaces it: it may be the record of a live holder (a newer
 // objlease's, or one whose token was rewritten), which must keep its time.
 func (c *Client) forceWait(o *observation, now time.Time) time.Duration {
-	if !safeguards.ForceWaits.Load() {
+	if !forceWaits() {
 		return 0
 	}
 	return c.observedWait(o.badTTL, o.since, now)
@@ -568,7 +567,7 @@ func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string) 
 		} else {
 			c.log.Warn("write outcome unknown; re-reading", slog.Any("err", err))
 		}
-		if !safeguards.NonceCheck.Load() {
+		if !nonceCheck() {
 			return providers.WriteResult{}, uncertain, nil // assume it landed
 		}
 		res, landed, rerr := c.resolve(ctx, rec, ifVersion, err)
@@ -592,7 +591,7 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 		o, err := c.read(ctx)
 		if err == nil {
 			switch {
-			case o.rec != nil && o.rec.Nonce == rec.Nonce && (o.rec.Holder == rec.Holder || !safeguards.OwnWriteCheck.Load()):
+			case o.rec != nil && o.rec.Nonce == rec.Nonce && (o.rec.Holder == rec.Holder || !ownWriteCheck()):
 				return providers.WriteResult{Version: o.version, LastModified: o.attrs.LastModified, StoreTime: o.attrs.StoreTime}, true, nil
 			case o.version == ifVersion: // unchanged ("" == absent for a create)
 				return providers.WriteResult{}, false, nil

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
 )
@@ -152,7 +151,7 @@ func (l *Lease) notBefore(t time.Time) time.Time {
 // (1 − b) fast, reaches sent + TTL × (1 − b) no later than a real TTL after
 // sending it.
 func (c *Client) validUntil(sent time.Time) time.Time {
-	if !safeguards.DriftMargin.Load() {
+	if !driftMargin() {
 		return c.opts.Clock.Now().Add(c.opts.TTL) // from the reply, no margin
 	}
 	return sent.Add(time.Duration(float64(c.opts.TTL) * (1 - c.opts.DriftBound)))
@@ -389,7 +388,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	validUntil := l.validUntil
 	l.mu.Unlock()
 
-	if safeguards.CallbackBeforeRelease.Load() {
+	if callbackBeforeRelease() {
 		// Work tied to the lease must have been told to stop before the
 		// released record lets anyone else acquire.
 		l.cancelWith(ErrReleased)
@@ -400,7 +399,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	next.Data = nil
 	var err error
 	var uncertain bool
-	if safeguards.KeepRecordOnRelease.Load() {
+	if keepRecordOnRelease() {
 		_, uncertain, err = l.c.putTracked(ctx, &next, version)
 	} else {
 		err = l.c.store.Delete(ctx, l.c.key, version)
@@ -453,7 +452,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // lateOwnWrite re-reads the record after a refused renewal and returns its
 // version if it carries one of this lease's unconfirmed renewals.
 func (l *Lease) lateOwnWrite(ctx context.Context, token uint64) (string, bool) {
-	if !safeguards.OwnWriteCheck.Load() {
+	if !ownWriteCheck() {
 		return "", false
 	}
 	l.mu.Lock()
@@ -474,7 +473,7 @@ func (l *Lease) ownWrite(o *observation, token uint64, nonces []string) bool {
 	if o.rec == nil || o.rec.State != StateHeld || o.rec.Token != token {
 		return false
 	}
-	if !safeguards.OwnWriteCheck.Load() {
+	if !ownWriteCheck() {
 		return true // the token alone, as if nobody else could write it
 	}
 	return o.rec.Holder == l.c.opts.Holder && slices.Contains(nonces, o.rec.Nonce)

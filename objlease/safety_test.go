@@ -13,20 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/mem"
 )
-
-// switchOff turns a safeguard off for the rest of the test.
-func switchOff(t *testing.T, sw *atomic.Bool) {
-	t.Helper()
-	sw.Store(false)
-	t.Cleanup(func() { sw.Store(true) })
-}
 
 // putRecord stores body at the test key, replacing what is there.
 func putRecord(t *testing.T, s providers.Store, body string) providers.WriteResult {
@@ -173,46 +165,37 @@ func TestNoncesUniqueWhateverTheSeed(t *testing.T) {
 // creates the record. A's re-read finds B's record: whatever its nonce, it
 // is not A's write, and A must report the lease held by B.
 func TestSameSeedRaceIsNotMistakenForOwnWrite(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		off  *atomic.Bool
-	}{
-		{"all safeguards", nil},
-		{"holder check alone", &safeguards.UniqueNonces},
-		{"unique nonces alone", &safeguards.OwnWriteCheck},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.off != nil {
-				switchOff(t, tc.off)
+	sameSeedRace(t)
+}
+
+// sameSeedRace is the race of TestSameSeedRaceIsNotMistakenForOwnWrite.
+func sameSeedRace(t *testing.T) {
+	ctx := context.Background()
+	m, hs := newMem()
+	clk := clock.NewFake(epoch)
+	seeded := func(o *objlease.Options) { o.Rand = rand.New(rand.NewPCG(7, 7)) }
+	a := newClient(t, hs, "a", clk, seeded)
+	b := newClient(t, m, "b", clk, seeded)
+	var lb *objlease.Lease
+	hs.setHooks(func(op, key string) error {
+		if op == "create" && lb == nil {
+			var err error
+			if lb, err = b.TryAcquire(ctx); err != nil {
+				t.Error(err)
 			}
-			ctx := context.Background()
-			m, hs := newMem()
-			clk := clock.NewFake(epoch)
-			seeded := func(o *objlease.Options) { o.Rand = rand.New(rand.NewPCG(7, 7)) }
-			a := newClient(t, hs, "a", clk, seeded)
-			b := newClient(t, m, "b", clk, seeded)
-			var lb *objlease.Lease
-			hs.setHooks(func(op, key string) error {
-				if op == "create" && lb == nil {
-					var err error
-					if lb, err = b.TryAcquire(ctx); err != nil {
-						t.Error(err)
-					}
-					return providers.Wrap(op, key, providers.ErrConflict, nil)
-				}
-				return nil
-			}, nil)
-			la, err := a.TryAcquire(ctx)
-			if err == nil {
-				t.Fatalf("a and b both hold token %d (nonces %s, %s)", la.Token(), la.Record().Nonce, lb.Record().Nonce)
-			}
-			var he *objlease.HeldError
-			if !errors.As(err, &he) || he.Holder != "b" {
-				t.Fatalf("%v, want held by b", err)
-			}
-			lb.Release(ctx)
-		})
+			return providers.Wrap(op, key, providers.ErrConflict, nil)
+		}
+		return nil
+	}, nil)
+	la, err := a.TryAcquire(ctx)
+	if err == nil {
+		t.Fatalf("a and b both hold token %d (nonces %s, %s)", la.Token(), la.Record().Nonce, lb.Record().Nonce)
 	}
+	var he *objlease.HeldError
+	if !errors.As(err, &he) || he.Holder != "b" {
+		t.Fatalf("%v, want held by b", err)
+	}
+	lb.Release(ctx)
 }
 
 // A holds token 1; the record is deleted by hand and B creates token 1.

@@ -2,13 +2,19 @@
 # Runs the whole test suite:
 #
 #   1. scripts/install-emulators.sh (a no-op once they are installed);
-#   2. go vet and a gofmt check, in the root module and in integration/;
-#   3. go test -race -count=1 ./... in the root module, then 1,000 more
-#      seeds of the simulation and the SPIN model checks (scripts/spin.sh);
+#   2. go vet and a gofmt check, in the root module and in integration/,
+#      then go vet again for GOOS=darwin and GOOS=windows and a
+#      cross-compiled build of the CLI (in integration/, darwin only);
+#   3. go test -race -count=1 ./... in the root module; then, built with
+#      -tags objlease_unsafe, the tests of its *_unsafe_test.go files (the
+#      ones that turn a safety measure off to show what it prevents, and
+#      the simulation's safeguards-off table); then 1,000 more seeds of the
+#      simulation and the SPIN model checks (scripts/spin.sh);
 #   4. the same in integration/ twice: against emulators the tests start as
 #      local processes from $OBJLEASE_EMULATORS_DIR, then against the same
 #      emulators as containers (OBJLEASE_EMULATORS=docker), with a Docker
-#      engine and images from scripts/containers.sh.
+#      engine and images from scripts/containers.sh; then its
+#      *_unsafe_test.go tests, with -tags objlease_unsafe, on processes.
 #
 # Usage: ./scripts/test.sh [go test flags]
 #
@@ -87,6 +93,40 @@ spin_check() {
 	fi
 }
 
+# cross "OS..." [PKG]: go vet (and, with a package, go build) for each
+# GOOS of the list.
+cross() {
+	local os oses=$1 rc=0
+	shift
+	for os in $oses; do
+		GOOS=$os go vet ./... || rc=1
+		if [[ $# -gt 0 ]]; then GOOS=$os go build -o /dev/null "$@" || rc=1; fi
+	done
+	return $rc
+}
+
+# unsafe_tests MODE [go test flags]: runs, built with -tags objlease_unsafe,
+# the tests of the current module's *_unsafe_test.go files, package by
+# package, with OBJLEASE_EMULATORS=MODE unless MODE is "-". Only a build
+# with that tag has the switches that turn a safety measure off; a normal
+# build has every measure on as a constant.
+unsafe_tests() {
+	local mode=$1 dir run rc=0 ran=0
+	shift
+	[[ $mode == - ]] && mode=""
+	for dir in $(find . \( -path './.*' -o -path ./integration -o -name testdata \) -prune -o -name '*_unsafe_test.go' -printf '%h\n' | sort -u); do
+		run=$(grep -hoE '^func Test[A-Za-z0-9_]+' "$dir"/*_unsafe_test.go | cut -d' ' -f2 | paste -sd'|')
+		[[ -z $run ]] && continue
+		env ${mode:+OBJLEASE_EMULATORS=$mode} go test -race -count=1 -tags objlease_unsafe "$@" -run "^($run)\$" "$dir" || rc=1
+		ran=$((ran + 1))
+	done
+	if [[ $ran == 0 ]]; then
+		echo "no *_unsafe_test.go tests found" >&2
+		return 1
+	fi
+	return $rc
+}
+
 module() {
 	local name=$1 dir=$2
 	shift 2
@@ -95,7 +135,9 @@ module() {
 	step vet go vet ./...
 	step gofmt gofmt_check "$dir" "$@"
 	if [[ $dir == "$repo" ]]; then
+		step "darwin and windows: vet, build the CLI" cross "darwin windows" ./cmd/objlease
 		step test go test -race -count=1 "${test_flags[@]}" ./...
+		step "safety switches off (-tags objlease_unsafe)" unsafe_tests - "${test_flags[@]}"
 		# 1,000 seeds of the simulation beyond the 150 the test step runs
 		# (without -race, a few minutes on 2 cores): a violation there fails
 		# the run. The whole long run is -sim.long alone (5,000 seeds).
@@ -105,6 +147,9 @@ module() {
 		# exhaustively, every safeguard-off variant caught (installs SPIN
 		# with apt-get if it is missing). Its trails replay in the test step.
 		spin_check
+	else
+		# The emulator harness drives processes with Unix signals.
+		step "darwin: vet" cross darwin
 	fi
 	results+=("$name:${summary%,}")
 }
@@ -182,6 +227,12 @@ for mode in $modes; do
 	*) log "FAILED: OBJLEASE_EMULATORS=$mode: want process or docker"; failed=true ;;
 	esac
 done
+case " $modes " in
+*" process "*)
+	cd "$repo/integration" || exit 1
+	step "safety switches off (-tags objlease_unsafe), on processes" unsafe_tests process "${test_flags[@]}"
+	;;
+esac
 if [[ -n ${ran[process]:-} && -n ${ran[docker]:-} ]]; then
 	log "tests run: ${ran[process]} on processes (${skipped[process]} skipped), ${ran[docker]} in containers (${skipped[docker]} skipped)"
 	if [[ ${ran[process]} != "${ran[docker]}" || ${skipped[process]} != "${skipped[docker]}" ]]; then

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/objlease/objlease/internal/bench"
+	"github.com/objlease/objlease/cmd/objlease/internal/bench"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/objlease/semaphore"

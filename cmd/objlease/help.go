@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/objlease/objlease/internal/bench"
+	"github.com/objlease/objlease/cmd/objlease/internal/bench"
 	"github.com/objlease/objlease/providers"
 )
 

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -34,17 +36,6 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// objleaseBin is the objlease command testscript.Main installed on $PATH:
-// this test binary, run as a separate process.
-func objleaseBin(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("objlease")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
 }
 
 // startRun starts "objlease run args..." and returns it with a reader of

@@ -1,7 +1,11 @@
+//go:build objlease_unsafe
+
 // Package safeguards holds switches that turn off the protocol's safety
-// measures one at a time. They exist only so that the simulation can show
-// that its checker finds the violations each measure prevents; nothing
-// outside this module can reach them, and they are never off in normal use.
+// measures one at a time. They exist only so that the simulation and the
+// tests built with the objlease_unsafe tag can show that each measure
+// prevents a violation. The package builds only with that tag: a normal
+// build cannot import it, and there each measure is a constant that is
+// always on (the safeguards_on.go file of each package that reads one).
 package safeguards
 
 import "sync/atomic"

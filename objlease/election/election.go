@@ -27,7 +27,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/objlease"
 )
 
@@ -146,7 +145,7 @@ func (e *Elector) lead(ctx context.Context, lease *objlease.Lease) {
 			e.log.Warn("release on stepping down failed; the lease will expire", slog.Any("err", err))
 		}
 	}
-	if safeguards.CallbackBeforeRelease.Load() {
+	if callbackBeforeRelease() {
 		// Nobody else may lead before this callback has returned: end its
 		// context, wait for it (the lease is still renewed meanwhile), and
 		// only then write the released record.
@@ -233,7 +232,7 @@ func RunOnce(ctx context.Context, c *objlease.Client, work func(ctx context.Cont
 		}
 	}()
 	werr := work(wctx, lease)
-	if safeguards.CallbackBeforeRelease.Load() {
+	if callbackBeforeRelease() {
 		// Whatever work left running with wctx is told to stop before the
 		// released record lets another process run.
 		cancel(errSteppingDown)

@@ -31,7 +31,6 @@ import (
 	"strconv"
 
 	"github.com/objlease/objlease/internal/entropy"
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -133,7 +132,7 @@ func Delete(ctx context.Context, store providers.Store, key string, token uint64
 
 // tombstone returns the bytes of a tombstone written by token.
 func tombstone(token uint64) []byte {
-	if !safeguards.UniqueTombstones.Load() {
+	if !uniqueTombstones() {
 		return nil
 	}
 	nonce := make([]byte, 16)

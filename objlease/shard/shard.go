@@ -47,7 +47,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/providers"
 )
@@ -667,7 +666,7 @@ func (w *Worker) releaseID(ctx context.Context, id string) {
 func (w *Worker) release(ctx context.Context, o *owned) {
 	l := o.shard.Lease
 	var err error
-	if safeguards.CallbackBeforeRelease.Load() {
+	if callbackBeforeRelease() {
 		o.cancel(errHandingOver)
 		<-o.done
 		err = l.Release(ctx)

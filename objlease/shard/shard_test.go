@@ -13,7 +13,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/objlease/shard"
@@ -511,39 +510,27 @@ func TestGracefulLeaveReleasesAtOnce(t *testing.T) {
 
 // TestWorkEndsBeforeNextOwnerStarts hands shards over while each Work
 // lingers after its context ends; the next owner must not start meanwhile.
-// With the safeguard off (release first, then wait for Work) the checker
-// must see the overlap.
 func TestWorkEndsBeforeNextOwnerStarts(t *testing.T) {
-	// handover runs one handover in a bubble of its own and returns the
-	// overlaps the checker saw.
-	handover := func(t *testing.T, expected bool) (overlaps []string) {
-		synctest.Test(t, func(t *testing.T) {
-			g := newGroup(t, mem.New(), 6)
-			g.overlapExpected = expected
-			g.chk.linger = 20 * time.Millisecond
-			g.join("w1")
-			g.drive("w1 owns all", func() bool { return g.balanced("w1") })
-			g.join("w2")
-			g.drive("balanced", func() bool { return g.balanced("w1", "w2") })
-			g.quiet(2 * time.Second)
-			overlaps = g.chk.overlaps()
-		})
-		return overlaps
-	}
 	if o := handover(t, false); len(o) > 0 {
 		t.Fatalf("overlap with the safeguard on: %v", o)
 	}
-	t.Run("safeguard off", func(t *testing.T) {
-		safeguards.CallbackBeforeRelease.Store(false)
-		defer safeguards.CallbackBeforeRelease.Store(true)
-		// A few tries, of which one must show the overlap.
-		for try := 0; try < 5; try++ {
-			if len(handover(t, true)) > 0 {
-				return
-			}
-		}
-		t.Fatal("with the handover safeguard off the checker saw no overlap in 5 tries: the test cannot fail")
+}
+
+// handover runs one handover, in a bubble of its own, while each Work
+// lingers after its context ends, and returns the overlaps the checker saw.
+func handover(t *testing.T, expected bool) (overlaps []string) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, mem.New(), 6)
+		g.overlapExpected = expected
+		g.chk.linger = 20 * time.Millisecond
+		g.join("w1")
+		g.drive("w1 owns all", func() bool { return g.balanced("w1") })
+		g.join("w2")
+		g.drive("balanced", func() bool { return g.balanced("w1", "w2") })
+		g.quiet(2 * time.Second)
+		overlaps = g.chk.overlaps()
 	})
+	return overlaps
 }
 
 // TestUnevenJoinMovesOnlyWhatMust: M=10, N 3→4 goes from 4,3,3 to

@@ -48,10 +48,11 @@
 //
 // # Commands
 //
-//	go test -race ./objlease/sim/                               # short: 150 seeds, the safeguard table, the models
+//	go test -race ./objlease/sim/                               # short: 150 seeds, the models
+//	go test -race -tags objlease_unsafe ./objlease/sim/ -run TestCheckerFindsViolations   # the safeguards-off table
 //	go test ./objlease/sim/ -run TestSimulationLong -sim.long -timeout 0 -v
 //	go test ./objlease/sim/ -run '^TestSimulation$' -sim.from=N -sim.seeds=1 -sim.v   # replay seed N
-//	go test ./objlease/sim/ -run '^TestSimulation$' -sim.off=DriftMargin               # a safeguard off
+//	go test -tags objlease_unsafe ./objlease/sim/ -run '^TestSimulation$' -sim.off=DriftMargin   # a safeguard off
 //	go test ./objlease/sim/ -run '^TestSimulation$' -sim.strict                        # excuse nothing (gates_test.go)
 //
 // docs/reliability.md has the figures.

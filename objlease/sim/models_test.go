@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/driver"
 	"github.com/objlease/objlease/providers/file"
@@ -551,7 +550,7 @@ func fileRoots(dir string, wall *wallClock, log *auditLog, rnd *rand.Rand) (root
 		// intervals the store jitters from math/rand, which would make
 		// the run depend on more than its seed. The file store's own
 		// tests cover that lock under contention.
-		if rnd != nil && rnd.IntN(3) == 0 && !safeguards.PathLock.Load() {
+		if rnd != nil && rnd.IntN(3) == 0 && pathLockOff() {
 			d = 1 + time.Duration(rnd.Int64N(int64(20*time.Millisecond)))
 		}
 		mu.Unlock()

@@ -7,16 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/objlease/objlease/internal/entropy"
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers/faulty"
 )
@@ -25,9 +22,9 @@ var (
 	flagLong   = flag.Bool("sim.long", false, "run TestSimulationLong: a million operations and more")
 	flagFrom   = flag.Uint64("sim.from", 1, "first seed")
 	flagSeeds  = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 5000 for TestSimulationLong)")
-	flagOff    = flag.String("sim.off", "", "turn one safeguard off: Fencing or a switch of internal/safeguards (DriftMargin, KeepRecordOnRelease, NonceCheck, UniqueNonces, OwnWriteCheck, ForceWaits, UniqueTombstones, CallbackBeforeRelease, PathLock)")
+	flagOff    = flag.String("sim.off", "", "turn one safeguard off: Fencing, or (with -tags objlease_unsafe) a switch of internal/safeguards (DriftMargin, KeepRecordOnRelease, NonceCheck, UniqueNonces, OwnWriteCheck, ForceWaits, UniqueTombstones, CallbackBeforeRelease, PathLock)")
 	flagV      = flag.Bool("sim.v", false, "print every run's trace")
-	flagKeepOn = flag.Bool("sim.keepon", false, "TestCheckerFindsViolations leaves every safeguard on: what it finds then is a fault of the tree")
+	flagKeepOn = flag.Bool("sim.keepon", false, "TestCheckerFindsViolations (-tags objlease_unsafe) leaves every safeguard on: what it finds then is a fault of the tree")
 	flagModel  = flag.String("sim.model", "", "run only the seeds whose store model is this one (mem, s3, gcs, azure, file)")
 )
 
@@ -144,6 +141,9 @@ func replayCommand(cfg config, off string) string {
 	cmd := fmt.Sprintf("go test ./objlease/sim/ -run '^TestSimulation$' -sim.from=%d -sim.seeds=1 -sim.v", cfg.seed)
 	if off != "" {
 		cmd += " -sim.off=" + off
+		if off != "Fencing" {
+			cmd = strings.Replace(cmd, "go test ", "go test -tags objlease_unsafe ", 1)
+		}
 	}
 	return cmd
 }
@@ -185,32 +185,15 @@ type safeguard struct {
 
 // setSafeguard turns one safeguard off for the rest of the test.
 func setSafeguard(t *testing.T, name string) safeguard {
-	var sw *atomic.Bool
 	switch name {
 	case "":
 		return safeguard{func(*config) {}, func() {}}
 	case "Fencing":
 		return safeguard{func(c *config) { c.unfenced = true }, func() {}}
-	case "DriftMargin":
-		sw = &safeguards.DriftMargin
-	case "KeepRecordOnRelease":
-		sw = &safeguards.KeepRecordOnRelease
-	case "NonceCheck":
-		sw = &safeguards.NonceCheck
-	case "UniqueNonces":
-		sw = &safeguards.UniqueNonces
-	case "OwnWriteCheck":
-		sw = &safeguards.OwnWriteCheck
-	case "ForceWaits":
-		sw = &safeguards.ForceWaits
-	case "UniqueTombstones":
-		sw = &safeguards.UniqueTombstones
-	case "CallbackBeforeRelease":
-		sw = &safeguards.CallbackBeforeRelease
-	case "PathLock":
-		sw = &safeguards.PathLock
-	default:
-		t.Fatalf("unknown safeguard %q", name)
+	}
+	sw := safeguardSwitch(name)
+	if sw == nil {
+		t.Fatalf("unknown safeguard %q%s", name, switchesHint)
 	}
 	sw.Store(false)
 	t.Cleanup(func() { sw.Store(true) })
@@ -374,107 +357,5 @@ func TestSimulationReproducible(t *testing.T) {
 			}
 			t.Fatalf("seed %d: runs differ (%d and %d trace lines)", seed, len(a.leaseTrace), len(b.leaseTrace))
 		}
-	}
-}
-
-// The checks are not blind: with each safeguard off in turn they find the
-// violation it prevents, within a bounded number of seeds. Each row runs
-// the shape of run that needs the safeguard, with the operator, shared
-// seeds, Force and misdirected writes off unless the row needs them, so
-// that what is found is the row's. Where the safeguard's fix is in the
-// tree (no gate excuses it), the seed that found the violation is run
-// again with the safeguard on and must then be clean of it.
-func TestCheckerFindsViolations(t *testing.T) {
-	for _, tc := range []struct {
-		name  string // of the subtest, if not off
-		off   string
-		kinds []string
-		shape func(*config)
-		blind string // why the simulation cannot see it, if it cannot
-	}{
-		{"", "DriftMargin", []string{vOverlap}, func(c *config) {}, ""},
-		{"", "KeepRecordOnRelease", []string{vTokenTwice, vRecordBack}, func(c *config) {}, ""},
-		{"", "NonceCheck", []string{vTokenTwice, vOverlap}, func(c *config) {}, ""},
-		{"", "Fencing", []string{vRegisterBack, vNotLinear}, func(c *config) {}, ""},
-		{"", "UniqueNonces", []string{vTokenTwice, vOverlap}, func(c *config) { c.sharedRand = true }, ""},
-		// Rare: a record deleted by hand, recreated with the very token of
-		// a holder that then releases before its next renewal.
-		{"", "OwnWriteCheck", []string{vOverlap, vTokenTwice}, func(c *config) { c.operator, c.acts, c.leases = 8, actDelete, 1 }, ""},
-		{"", "ForceWaits", []string{vOverlap}, func(c *config) { c.force, c.operator, c.acts = true, 4, actTamper }, ""},
-		{"", "UniqueTombstones", []string{vRegisterBack, vNotLinear}, func(c *config) { c.model, c.electors, c.pauseCheck = "s3", 3, 0.3 }, ""},
-		{"", "CallbackBeforeRelease", []string{vLeaders}, func(c *config) { c.electors = 3 }, ""},
-		{"", "PathLock", []string{vOverlap, vTokenTwice, vRecordBack}, func(c *config) { c.model, c.leases = "file", 1 }, ""},
-		// The shard group, with a few lease clients beside it.
-		{"ShardsCallbackBeforeRelease", "CallbackBeforeRelease", []string{vShardOverlap}, shardRow, ""},
-		{"ShardsDriftMargin", "DriftMargin", []string{vShardOverlap}, shardRow, ""},
-		{"ShardsFencing", "Fencing", []string{vShardBack}, shardRow, ""},
-	} {
-		if tc.name == "" {
-			tc.name = tc.off
-		}
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.blind != "" {
-				t.Skip("not visible to the simulation: " + tc.blind)
-			}
-			shape := func(seed uint64) config {
-				c := configFor(seed)
-				c.operator, c.sharedRand, c.force, c.misdirect, c.electors, c.workers = 0, false, false, false, 0, 0
-				if c.model == "file" {
-					c.storeClock = false
-				}
-				if c.model == "s3" {
-					c.model = "mem"
-				}
-				tc.shape(&c)
-				return c
-			}
-			bound := uint64(40)
-			if tc.off == "OwnWriteCheck" {
-				// Rarer still since waiting contenders read after every
-				// second renewal: first found at seed 155.
-				bound = 240
-			}
-			if *flagSeeds > 0 {
-				bound = uint64(*flagSeeds)
-			}
-			found := func(r *result) *violation {
-				for _, v := range r.violations {
-					if slices.Contains(tc.kinds, v.kind) {
-						return &v
-					}
-				}
-				return nil
-			}
-			restore := safeguard{func(*config) {}, func() {}}
-			if !*flagKeepOn {
-				restore = setSafeguard(t, tc.off)
-			}
-			for seed := *flagFrom; seed < *flagFrom+bound; seed++ {
-				cfg := shape(seed)
-				restore.off(&cfg)
-				r := simulate(t, cfg)
-				v := found(r)
-				if v == nil {
-					continue
-				}
-				t.Logf("found at seed %d: %s: %s\nreplay: go test ./objlease/sim/ -run 'TestCheckerFindsViolations/%s$' -sim.from=%d -sim.v", seed, v.kind, v.msg, tc.name, seed)
-				if *flagV {
-					t.Logf("%v\n%s", r.cfg, strings.Join(r.trace, "\n"))
-				}
-				if pending(tc.off) {
-					t.Logf("%s: its fix is not in this tree yet (gated), so the same seed is not checked with it on", tc.off)
-					return
-				}
-				restore.on()
-				if v := found(simulate(t, shape(seed))); v != nil {
-					t.Errorf("seed %d with %s on: %s: %s: the violation is not the safeguard's", seed, tc.off, v.kind, v.msg)
-				}
-				return
-			}
-			if *flagKeepOn {
-				t.Fatalf("no %v in %d seeds of the shape that needs %s, with it on", tc.kinds, bound, tc.off)
-			}
-			t.Fatalf("no %v in %d seeds with %s off: the checks cannot see what it prevents", tc.kinds, bound, tc.off)
-		})
 	}
 }

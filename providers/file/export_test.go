@@ -4,7 +4,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -22,7 +21,7 @@ func LockFile(b *providers.Bucket, key string) string {
 	if err != nil {
 		panic(err)
 	}
-	if !safeguards.PathLock.Load() {
+	if !pathLock() {
 		return f.legacyLock
 	}
 	return f.lock

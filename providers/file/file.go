@@ -9,7 +9,7 @@
 //	jobs/nightly                       the data, as written
 //	jobs/.objlease-attrs.nightly       sidecar: version, metadata, last
 //	                                   modified, size and SHA-256 of the data
-//	jobs/.objlease-lock.nightly        lock file (flock)
+//	jobs/.objlease-lock.nightly        lock file (flock; LockFileEx on Windows)
 //	jobs/.objlease-pending.nightly     new data while a write is under way
 //	jobs/.objlease-attrs-new.nightly   new sidecar while a write is under way
 //
@@ -32,7 +32,8 @@
 //
 // # Locking
 //
-// Every write holds an exclusive flock on the object's lock file, which sits
+// Every write holds an exclusive lock on the object's lock file (flock on
+// Linux, macOS and the BSDs; LockFileEx on Windows), which sits
 // beside the object in its directory. Every path that reaches the file
 // (through another store root, a symbolic link to a directory, a bind
 // mount) therefore reaches the same lock; a symbolic link at the object's
@@ -41,11 +42,17 @@
 // are not recognised: a second name for the same file is another object,
 // and the first write through either name separates them.
 //
-// Paths, the store's directory's as much as those below it, are resolved
-// as open(2) resolves them, never cleaned as text: a ".." after a symbolic
+// On Unix, paths, the store's directory's as much as those below it, are
+// resolved as open(2) resolves them, never cleaned as text: a ".." after a symbolic
 // link is the parent of the link's target. With /srv/link pointing at
 // data/sub, file:///srv/link/../k is the file /srv/data/k, the very object
-// file:///srv/data/k names, with the same lock.
+// file:///srv/data/k names, with the same lock. On Windows, where Win32
+// removes "." and ".." as text, they are removed first and the links and
+// junctions of what remains followed; file:///C:/dir/key names C:\dir\key.
+// There directories are not synced (NTFS journals their entries), files
+// are opened so that they can be renamed over or removed while open, and
+// keys whose segments Win32 cannot hold as written (a backslash, a colon,
+// a device name such as NUL) are refused with providers.ErrInvalidKey.
 //
 // Taking the lock honours the
 // context: it is tried without blocking and retried with a short backoff
@@ -131,7 +138,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/driver"
 )
@@ -147,9 +153,10 @@ const (
 	maxKeyBytes = 1024
 )
 
-// openFile is os.OpenFile; the package's tests replace it to make the file
-// system refuse what the user running them (root) would be allowed.
-var openFile = os.OpenFile
+// openFile is the platform's openFileShared; the package's tests replace it
+// to make the file system refuse what the user running them (root) would
+// be allowed.
+var openFile = openFileShared
 
 // sidecar is the content of an object's attributes file.
 type sidecar struct {
@@ -258,7 +265,7 @@ func open(_ context.Context, u *url.URL, _ providers.OpenOptions) (*providers.Bu
 	case !strings.HasPrefix(u.Path, "/"):
 		return nil, "", fmt.Errorf("%w %q: no path; %s", providers.ErrBadURL, u.Redacted(), want)
 	}
-	root, key := path.Split(u.Path)
+	root, key := path.Split(localPath(u.Path))
 	// A missing directory is no error: it reads as empty, and the first
 	// write creates it, so that file://$PWD/.leases/nightly works the
 	// first time. Opening writes nothing.
@@ -298,6 +305,9 @@ func checkKey(key string) string {
 		case len(seg) > maxName:
 			return "key has a path segment longer than 255 bytes"
 		}
+		if why := platformSegment(seg); why != "" {
+			return why
+		}
 	}
 	return ""
 }
@@ -329,7 +339,7 @@ func (s *store) files(op, key string) (paths, error) {
 		return paths{}, driver.Wrap(op, key, fmt.Errorf("%w: %s", driver.ErrInvalidKey, why), nil)
 	}
 	var p string
-	if safeguards.PathLock.Load() {
+	if pathLock() {
 		p = resolve(join(s.root, key))
 	} else {
 		p = join(s.dir(), key)
@@ -378,56 +388,6 @@ func split(p string) (dir, name string) {
 	return dir, name
 }
 
-// maxLinks is how many symbolic links Linux follows in one path.
-const maxLinks = 40
-
-// resolve returns the absolute path p as open(2) resolves it: a symbolic
-// link is replaced by its target where it stands, and ".." is the parent
-// of the directory reached so far, after the links before it are followed
-// (for a link "l" to "a/b", "l/.." is "a", not the directory holding "l").
-// As far as p exists, the result names the same file without links or dot
-// segments. From the first name that does not exist, that is not a
-// directory while more follows, or that is one link too many, the rest of
-// p is kept as written, so that the kernel makes of it what it makes of p
-// (and, once the directories are created, the same file). A last name
-// that is a link to a file not yet created yields that file: every path
-// to a file yields the same directory and name, and with them the same
-// lock.
-func resolve(p string) string {
-	done, todo, links := "/", p, 0
-	for todo != "" {
-		var c string
-		c, todo, _ = strings.Cut(todo, "/")
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			// done is a directory with no link in its path: its parent
-			// is the one the kernel finds.
-			done = filepath.Dir(done)
-			continue
-		}
-		next := join(done, c)
-		fi, err := os.Lstat(next)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 && !fi.IsDir() && strings.Trim(todo, "/") != "" {
-			return strings.TrimRight(join(next, todo), "/")
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			done = next
-			continue
-		}
-		target, err := os.Readlink(next)
-		if links++; err != nil || links > maxLinks {
-			return strings.TrimRight(join(next, todo), "/")
-		}
-		if filepath.IsAbs(target) {
-			done = "/"
-		}
-		todo = join(target, todo)
-	}
-	return done
-}
-
 // parent is p's directory, without cleaning.
 func parent(p string) string {
 	dir, _ := split(strings.TrimRight(p, "/"))
@@ -438,7 +398,7 @@ func parent(p string) string {
 // or anything outside it.
 func (s *store) prune(dir string) {
 	root := s.dir()
-	for d := resolve(dir); below(root, d) && os.Remove(d) == nil; d = filepath.Dir(d) {
+	for d := resolve(dir); below(root, d) && os.Remove(d) == nil; d = parent(d) {
 	}
 }
 
@@ -462,17 +422,12 @@ func refused(err *error) { *err = permanent(*err) }
 // cure them, and callers stop at once. A write whose outcome is unknown
 // stays ErrUnknownOutcome.
 func permanent(err error) error {
-	var why string
 	switch {
 	case err == nil || errors.Is(err, driver.ErrPermission) || errors.Is(err, driver.ErrUnknownOutcome):
 		return err
-	case errors.Is(err, syscall.EROFS):
-		why = ": read-only file system"
-	case errors.Is(err, syscall.EPERM):
-		why = ": operation not permitted"
-	case errors.Is(err, syscall.EACCES):
-		why = "" // the sentinel says "permission denied"
-	default:
+	}
+	why, ok := refusal(err)
+	if !ok {
 		return err
 	}
 	var (
@@ -560,13 +515,6 @@ func (d *dataFile) close() {
 	}
 }
 
-func identity(fi os.FileInfo) (ino uint64, mtimeNs int64) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = uint64(st.Ino)
-	}
-	return ino, fi.ModTime().UnixNano()
-}
-
 func (d *dataFile) hash() (string, error) {
 	h := sha256.New()
 	if _, err := io.Copy(h, io.NewSectionReader(d.f, 0, d.fi.Size())); err != nil {
@@ -581,7 +529,7 @@ func (d *dataFile) matches(sc *sidecar) (bool, error) {
 	if d == nil || d.fi.Size() != sc.Size {
 		return false, nil
 	}
-	if ino, mt := identity(d.fi); sc.Inode != 0 && ino == sc.Inode && mt == sc.MtimeNs {
+	if ino, mt := identity(d.f, d.fi); sc.Inode != 0 && ino == sc.Inode && mt == sc.MtimeNs {
 		return true, nil
 	}
 	sum, err := d.hash()
@@ -913,24 +861,24 @@ func (s *store) write(ctx context.Context, op, key string, data []byte, metadata
 func (s *store) commit(f paths, data []byte, sc *sidecar) error {
 	sum := sha256.Sum256(data)
 	sc.SHA256 = hex.EncodeToString(sum[:])
-	if !safeguards.PathLock.Load() {
+	if !pathLock() {
 		// Writers under different locks must not share these files
 		// (earlier releases gave each write its own temporary file).
 		u := "." + rand.Text()
 		f.pending, f.attrsNew = f.pending+u, f.attrsNew+u
 	}
 	sc.Pending = filepath.Base(f.pending)
-	fi, err := writeSynced(f.pending, data)
+	ino, mtime, err := writeSynced(f.pending, data)
 	if err != nil {
 		return err
 	}
-	sc.Inode, sc.MtimeNs = identity(fi)
+	sc.Inode, sc.MtimeNs = ino, mtime
 	s.crashPoint("pending written")
 	b, err := json.Marshal(sc)
 	if err != nil {
 		return err
 	}
-	if _, err := writeSynced(f.attrsNew, append(b, '\n')); err != nil {
+	if _, _, err := writeSynced(f.attrsNew, append(b, '\n')); err != nil {
 		return err
 	}
 	s.crashPoint("sidecar written")
@@ -960,11 +908,12 @@ func (s *store) crashPoint(stage string) {
 	}
 }
 
-// writeSynced writes content to p and syncs it.
-func writeSynced(p string, content []byte) (os.FileInfo, error) {
+// writeSynced writes content to p and syncs it; it returns the written
+// file's identity.
+func writeSynced(p string, content []byte) (ino uint64, mtimeNs int64, err error) {
 	f, err := openFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
 	_, err = f.Write(content)
 	if err == nil {
@@ -974,10 +923,13 @@ func writeSynced(p string, content []byte) (os.FileInfo, error) {
 	if err == nil {
 		fi, err = f.Stat()
 	}
+	if err == nil {
+		ino, mtimeNs = identity(f, fi)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return fi, err
+	return ino, mtimeNs, err
 }
 
 // mkdirs creates dir and any missing parents below root, syncing each parent
@@ -1004,18 +956,6 @@ func mkdirs(root, dir string) error {
 	return syncDir(up)
 }
 
-func syncDir(dir string) error {
-	d, err := openFile(dir, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // errNoDir: the object's directory does not exist, so neither does it.
 var errNoDir = errors.New("no such directory")
 
@@ -1039,7 +979,7 @@ func (s *store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 		return nil, wrap(context.Cause(ctx))
 	}
 	name := f.lock
-	legacy := !safeguards.PathLock.Load()
+	legacy := !pathLock()
 	if legacy {
 		name = f.legacyLock
 	}
@@ -1071,8 +1011,8 @@ func (s *store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 		if err != nil {
 			return nil, wrap(err)
 		}
-		err = syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
+		locked, err := tryLock(lf)
+		if locked {
 			if same, err := stillLinked(lf, name); err != nil || !same {
 				// Delete removed this lock file while we waited for it.
 				lf.Close()
@@ -1084,7 +1024,7 @@ func (s *store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 			return func() { s.unlock(f, lf, legacy) }, nil
 		}
 		lf.Close()
-		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+		if err != nil {
 			return nil, wrap(err)
 		}
 		// Jittered, so that waiters do not poll in step.
@@ -1105,7 +1045,10 @@ func (s *store) lock(ctx context.Context, op string, f paths, mkdir bool) (unloc
 // is safe while holding it: whoever waits for it sees it gone and starts
 // over.
 func (s *store) unlock(f paths, lf *os.File, legacy bool) {
-	defer lf.Close() // closing releases the flock
+	defer func() {
+		unlockFile(lf)
+		lf.Close()
+	}()
 	if legacy {
 		return
 	}
@@ -1179,7 +1122,7 @@ func (s *store) Delete(ctx context.Context, key string, ifVersion string) (err e
 	if err := syncDir(f.dir); err != nil {
 		return driver.Wrap("delete", key, driver.ErrUnknownOutcome, err)
 	}
-	if !safeguards.PathLock.Load() {
+	if !pathLock() {
 		s.prune(f.dir)
 	}
 	return nil // unlock removes the lock file and empty directories

@@ -6,10 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 
-	"github.com/objlease/objlease/internal/safeguards"
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/file"
 )
@@ -42,31 +40,6 @@ func TestTwoRootsExclude(t *testing.T) {
 		key := fmt.Sprintf("lease-%d", r)
 		return path{outer, "x/" + key}, path{inner, key}
 	})
-}
-
-// A symbolic link to a file is the file it points at, also before that
-// file exists: writes through the link and through the file's own path
-// exclude each other.
-func TestSymlinkedFileExcludes(t *testing.T) {
-	s, dir := newStore(t)
-	for _, d := range []string{"links", "real"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	raceOneFile(t, func(r int) (a, b path) {
-		key := fmt.Sprintf("lease-%d", r)
-		if err := os.Symlink("../real/"+key, filepath.Join(dir, "links", key)); err != nil {
-			t.Fatal(err)
-		}
-		return path{s, "links/" + key}, path{s, "real/" + key}
-	})
-	if b, err := os.ReadFile(filepath.Join(dir, "links", "lease-0")); err != nil || len(b) == 0 {
-		t.Errorf("read through the link after the writes: %q, %v", b, err)
-	}
-	if fi, err := os.Lstat(filepath.Join(dir, "links", "lease-0")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("the link was replaced by a write: %v, %v", fi, err)
-	}
 }
 
 // path is one way to name a file: a store and a key.
@@ -126,34 +99,4 @@ func raceOneFile(t *testing.T, names func(round int) (a, b path)) {
 			t.Fatalf("round %d: %d of 2 replaces of version %s through %q and %q succeeded (errors %v)", r, wins, at.Version, a.key, b.key, errs)
 		}
 	}
-}
-
-// With the PathLock safeguard off (a lock per store root, as earlier
-// releases had), the race above finds two winners: the test can tell.
-func TestTwoRootsWithoutPathLock(t *testing.T) {
-	safeguards.PathLock.Store(false)
-	defer safeguards.PathLock.Store(true)
-	outer, inner, _ := twoRoots(t)
-	ctx := t.Context()
-	for r := range 200 {
-		key := fmt.Sprintf("lease-%d", r)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		var wins atomic.Int32
-		for _, p := range []path{{outer, "x/" + key}, {inner, key}} {
-			wg.Go(func() {
-				<-start
-				if _, err := p.s.Create(ctx, p.key, []byte(p.key), nil); err == nil {
-					wins.Add(1)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		if wins.Load() == 2 {
-			t.Logf("round %d: both creates succeeded", r)
-			return
-		}
-	}
-	t.Fatal("200 rounds without two winners: the safeguard switch no longer restores the per-root lock")
 }

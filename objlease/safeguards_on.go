@@ -1,0 +1,17 @@
+//go:build !objlease_unsafe
+
+package objlease
+
+// In a normal build every safety measure is on: each is a function that
+// returns true, so the compiler drops the branch that would turn it off and
+// no unsafe variant ships. A build with the objlease_unsafe tag reads the
+// switches of internal/safeguards instead (safeguards_off.go), for the
+// tests that show what each measure prevents.
+
+func driftMargin() bool           { return true }
+func keepRecordOnRelease() bool   { return true }
+func nonceCheck() bool            { return true }
+func uniqueNonces() bool          { return true }
+func ownWriteCheck() bool         { return true }
+func forceWaits() bool            { return true }
+func callbackBeforeRelease() bool { return true }
