@@ -15,7 +15,7 @@
 #        ./scripts/spin.sh -only NAME # one run of the table
 #
 # Runs go two at a time (SPIN_JOBS). The replays of the trails against the
-# real code are Go tests: go test ./objlease/sim/spin/.
+# real code are Go tests: go test -tags objlease_unsafe ./objlease/sim/spin/.
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
