@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -73,8 +74,17 @@ type waitConfig struct {
 // is sent; a few renewals retried a quarter interval late, as after a
 // failed attempt) for writes renewals, then stop, while a contender waits
 // in Acquire on a fake clock.
-func runWaiter(t *testing.T, seed uint64, ttl, renew time.Duration, writes int, cfgs ...waitConfig) waitRun {
+//
+// It runs in a synctest bubble, so that "the contender is waiting again"
+// is the bubble's goroutines all blocked, not a count of timers that a
+// busy machine can catch between two steps.
+func runWaiter(t *testing.T, seed uint64, ttl, renew time.Duration, writes int, cfgs ...waitConfig) (run waitRun) {
 	t.Helper()
+	synctest.Test(t, func(t *testing.T) { run = runWaiterIn(t, seed, ttl, renew, writes, cfgs...) })
+	return run
+}
+
+func runWaiterIn(t *testing.T, seed uint64, ttl, renew time.Duration, writes int, cfgs ...waitConfig) waitRun {
 	var cfg waitConfig
 	if len(cfgs) > 0 {
 		cfg = cfgs[0]
@@ -136,21 +146,10 @@ func runWaiter(t *testing.T, seed uint64, ttl, renew time.Duration, writes int, 
 	run.lastWrite = epoch
 	for {
 		var r result
-		idle := false
-		deadline := time.Now().Add(10 * time.Second)
-		for !idle {
-			select {
-			case r = <-done:
-				idle = true
-			default:
-				if clk.Timers() == 1 {
-					idle = true
-				} else if time.Now().After(deadline) {
-					t.Fatal("the contender never went back to waiting")
-				} else {
-					time.Sleep(50 * time.Microsecond)
-				}
-			}
+		synctest.Wait() // the contender is back to waiting, or done
+		select {
+		case r = <-done:
+		default:
 		}
 		if !r.at.IsZero() || r.err != nil {
 			if r.err != nil {
