@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/internal/entropy"
+	"github.com/objlease/objlease/internal/fencemeta"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -131,17 +132,10 @@ func (c *Client) nonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Metadata keys of objects written by package fence (fence.TokenKey and
-// fence.TombstoneKey; fence imports this package, so they are repeated).
-const (
-	fenceTokenKey     = "objlease-token"
-	fenceTombstoneKey = "objlease-tombstone"
-)
-
 // fenced reports an object written through package fence: data guarded by
 // a token, never a lease record, whatever its bytes say.
 func (c *Client) fenced(md map[string]string) error {
-	tok, ok := md[fenceTokenKey]
+	tok, ok := md[fencemeta.TokenKey]
 	if !ok {
 		return nil
 	}
@@ -149,7 +143,7 @@ func (c *Client) fenced(md map[string]string) error {
 		tok = strconv.Quote(tok)
 	}
 	what := fmt.Sprintf("a fenced data object (written through fence with token %s)", tok)
-	if md[fenceTombstoneKey] == "true" {
+	if md[fencemeta.TombstoneKey] == "true" {
 		what = fmt.Sprintf("a fenced tombstone (deleted through fence with token %s)", tok)
 	}
 	return &RecordError{Key: c.key, Err: ErrFencedObject, Reason: "object is " + what + ", not a lease record"}
@@ -221,13 +215,13 @@ func (c *Client) floor(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("lease %q: reading the token of fenced object %q: %w", c.key, k, err)
 		}
-		s, ok := a.Metadata[fenceTokenKey]
+		s, ok := a.Metadata[fencemeta.TokenKey]
 		if !ok {
-			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the object %q named as a fenced object carries no %s metadata: it was not written through fence", k, fenceTokenKey)}
+			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the object %q named as a fenced object carries no %s metadata: it was not written through fence", k, fencemeta.TokenKey)}
 		}
 		t, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the fenced object %q has metadata %s=%q, which is not a token", k, fenceTokenKey, s)}
+			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the fenced object %q has metadata %s=%q, which is not a token", k, fencemeta.TokenKey, s)}
 		}
 		f = max(f, t)
 	}
@@ -289,23 +283,29 @@ func (c *Client) read(ctx context.Context) (*observation, error) {
 		return v, nil
 	}
 	rec, derr := DecodeRecord(c.key, obj.Data)
-	if derr == nil && rec.Token < c.highest {
-		derr = &RecordError{Key: c.key, Err: ErrBadRecord, Reason: fmt.Sprintf(
-			"token went back from %d to %d: the record was rewritten by something other than objlease", c.highest, rec.Token)}
+	if derr == nil {
+		derr = c.tokenWentBack(rec)
 	}
 	if derr != nil {
 		// Remember the version so that Force can replace exactly this object.
 		c.view = c.sawBad(obj.Version, obj.Attrs, obj.Data, derr, now)
 		return c.view, derr
 	}
+	c.view = c.sawRecord(obj.Version, rec, obj.Attrs, now)
+	return c.view, nil
+}
+
+// sawRecord returns the observation of a new version holding rec, read by
+// now; the caller holds c.mu. A listing that showed the version earlier
+// dates it from then.
+func (c *Client) sawRecord(version string, rec *Record, attrs providers.Attrs, now time.Time) *observation {
 	c.highest = rec.Token
 	since := now
-	if l := c.listed; l != nil && l.version == obj.Version && l.since.Before(since) {
+	if l := c.listed; l != nil && l.version == version && l.since.Before(since) {
 		// A listing showed this version earlier: it existed then.
 		since = l.since
 	}
-	c.view = &observation{version: obj.Version, rec: rec, attrs: obj.Attrs, since: since}
-	return c.view, nil
+	return &observation{version: version, rec: rec, attrs: attrs, since: since}
 }
 
 // sawBad returns the observation of a version that is not a valid record;
@@ -356,22 +356,30 @@ func (c *Client) forceWait(o *observation, now time.Time) time.Duration {
 // expiresIn reports how long, from now, o's record stays unexpired for this
 // client (<= 0: expired or free).
 func (c *Client) expiresIn(o *observation, now time.Time) time.Duration {
+	d, _ := c.expiry(o, now)
+	return d
+}
+
+// expiry is the one expiry rule: how long, from now, o's record stays
+// unexpired for this client (<= 0: expired or free), and which rule
+// decided it ("" for a free key).
+func (c *Client) expiry(o *observation, now time.Time) (time.Duration, Rule) {
 	if o.rec == nil || o.rec.State == StateReleased {
-		return 0
+		return 0, ""
 	}
 	ttl := o.rec.TTL()
-	wait := c.observedWait(ttl, o.since, now)
+	wait, rule := c.observedWait(ttl, o.since, now), RuleObserved
 	if r := c.opts.StoreClock; r != nil {
 		if age, ok := storeAge(o.attrs, r.Margin); ok {
 			limit := ttl + c.store.Properties().TimestampGranularity + r.Margin
 			if byStore := limit - age; byStore < wait {
 				// The store's clock has already seen part (or all) of the
 				// TTL pass since the record was written.
-				wait = max(byStore, 0)
+				wait, rule = max(byStore, 0), RuleStoreClock
 			}
 		}
 	}
-	return wait
+	return wait, rule
 }
 
 // Sane store timestamps, for storeAge.
@@ -707,6 +715,19 @@ type Status struct {
 	// StoreAge is the record's age by the store's own clock (Date minus
 	// Last-Modified), when the store reports both; else negative.
 	StoreAge time.Duration
+	// Expired reports a held record that has expired for this client
+	// (ExpiresIn is 0): it may take the lease over now.
+	Expired bool
+	// Rule is the rule that decided ExpiresIn for a held record: the
+	// observed rule, or the store's clock (Options.StoreClock) when it
+	// allows a takeover sooner.
+	Rule Rule
+	// Age is how long ago the record was written, never negative: by the
+	// store's clock when AgeByStore, else by this machine's clock against
+	// the writer's WrittenAt, which is only as good as the two clocks'
+	// agreement and decides nothing.
+	Age        time.Duration
+	AgeByStore bool
 }
 
 // Inspect reads the lease without changing it.
@@ -730,7 +751,14 @@ func (c *Client) status(o *observation, now time.Time) *Status {
 		st.StoreAge = o.attrs.StoreTime.Sub(o.attrs.LastModified)
 	}
 	if o.rec != nil {
-		st.ExpiresIn = max(c.expiresIn(o, now), 0)
+		in, rule := c.expiry(o, now)
+		st.ExpiresIn, st.Rule = max(in, 0), rule
+		st.Expired = o.rec.State == StateHeld && in <= 0
+		if !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {
+			st.Age, st.AgeByStore = max(st.StoreAge, 0), true
+		} else {
+			st.Age = max(time.Since(o.rec.WrittenAt), 0)
+		}
 	}
 	return st
 }

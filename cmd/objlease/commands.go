@@ -23,8 +23,9 @@ first with "objlease release --holder HOLDER URL", so give --holder (or use
 once it has been seen unchanged for its TTL, with a token above the highest
 one the object, --min-token N or --fenced KEY shows; where none shows one
 it refuses (exit 65) rather than start again from token 1.
---poll sets how often a waiter reads the record; -v says who holds it while
-it waits. With -o json it prints {"key","url","token","holder","ttl_ms",
+A waiter reads the record just after each of the holder's renewals (once
+per TTL/3) once it has learned when they land; --poll D reads every D
+instead. -v says who holds it while it waits. With -o json it prints {"key","url","token","holder","ttl_ms",
 "acquired_at"}.`
 
 // acquisition is what acquire and hold print with -o json.
@@ -50,7 +51,7 @@ func addTakeFlags(fs *flagSet, lf *leaseFlags) *waitFlag {
 	lf.addStoreClock(fs)
 	lf.addForce(fs, "overwrite an object at the key that is not an objlease record, once it has been seen unchanged for its TTL, with a token above the highest one it, --min-token or --fenced shows (refused if none shows one)")
 	lf.addTokenFloor(fs)
-	lf.addPoll(fs, defaultPoll, "how often to read the record while it is held elsewhere, as a `duration` (default 1s, at most TTL/3); one read per poll")
+	lf.addPoll(fs, 0, "read the record every `duration` while it is held elsewhere, at most TTL/3 (default: on the holder's renewal phase, once per renewal interval TTL/3, just after each renewal lands; with --slots, every 1s)")
 	return addTimeout(fs)
 }
 
@@ -197,7 +198,9 @@ the two clocks' agreement; the output says which.
 A held lease expires for an observer only after it has seen the record
 unchanged for TTL × (1 + drift) on its own clock, so a single look always
 reports the full wait. With --store-clock a record the store's clock says
-was last written more than TTL + 1s ago is reported expired at once.
+was last written more than TTL + its timestamp resolution + 1s ago is
+reported expired at once (state expired). list, group and watch judge a
+record by this same rule, with the same flags.
 
 With -o json it prints one JSON object with the fields key, url, version,
 state, holder, token, ttl_ms, renewals, acquired_at, written_at, age_ms,
@@ -246,18 +249,17 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 			return opErr("inspect", url, noLease(st.Key, url))
 		}
 		r := st.Record
-		age, clock := recordAge(st.Attrs, r)
 		if *asJSON {
 			return c.printJSON(inspection{
-				Key: st.Key, URL: url, Version: st.Version, State: r.State, Holder: r.Holder, Token: r.Token,
+				Key: st.Key, URL: url, Version: st.Version, State: objlease.State(stateOf(st)), Holder: r.Holder, Token: r.Token,
 				TTLMillis: r.TTLMillis, Renewals: r.Renewals, AcquiredAt: r.AcquiredAt, WrittenAt: r.WrittenAt,
-				AgeMillis: age.Milliseconds(), AgeClock: clock, ExpiresInMs: st.ExpiresIn.Milliseconds(), Data: r.Data,
+				AgeMillis: st.Age.Milliseconds(), AgeClock: ageClock(st), ExpiresInMs: st.ExpiresIn.Milliseconds(), Data: r.Data,
 			})
 		}
 		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		row := func(k, format string, args ...any) { fmt.Fprintf(w, "%s:\t"+format+"\n", append([]any{k}, args...)...) }
 		row("key", "%s", st.Key)
-		row("state", "%s", r.State)
+		row("state", "%s", stateOf(st))
 		row("holder", "%s", showHolder(r.Holder))
 		row("token", "%d", r.Token)
 		row("ttl", "%v", r.TTL())
@@ -265,20 +267,24 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 		if !r.AcquiredAt.IsZero() {
 			row("acquired", "%s (writer's clock)", stamp(r.AcquiredAt))
 		}
-		if clock == "store" {
+		if st.AgeByStore {
 			res := ""
 			if g := cl.Store().Properties().TimestampGranularity; g >= time.Millisecond {
 				res = fmt.Sprintf(" (its timestamps have %v resolution)", g)
 			}
-			row("written", "%s ago by the store's clock%s", humanAge(age), res)
+			row("written", "%s ago by the store's clock%s", humanAge(st.Age), res)
 		} else {
-			row("written", "%s ago by this machine's clock against the writer's (%s)", humanAge(age), stamp(r.WrittenAt))
+			row("written", "%s ago by this machine's clock against the writer's (%s)", humanAge(st.Age), stamp(r.WrittenAt))
 		}
 		switch {
 		case r.State == objlease.StateReleased:
 			row("expires", "free: released; the next holder gets token %d", r.Token+1)
-		case st.ExpiresIn <= 0:
+		case st.Expired && st.Rule == objlease.RuleStoreClock:
 			row("expires", "expired: the store's clock says it was written more than TTL + margin ago")
+		case st.Expired:
+			row("expires", "expired: this observer has seen it unchanged for TTL × (1 + drift)")
+		case st.Rule == objlease.RuleStoreClock:
+			row("expires", "in %s, when the store's clock shows it written more than TTL + margin ago", roundDuration(st.ExpiresIn))
 		default:
 			hint := ""
 			if !lf.storeClock {
@@ -297,15 +303,17 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 
 const listDetail = `Lists the lease records under the prefix PREFIX-URL names, one row each: key,
 state, token, holder, age (how long ago it was last written) and expiry
-(when its TTL runs out after that write). Ages are by the store's clock when
-the store reports it, else by this machine's against the writer's clock,
-marked "(writer)".
+(when this observer could take it over, exactly as inspect with the same
+flags says). Ages are by the store's clock when the store reports it, else by
+this machine's against the writer's clock, marked "(writer)"; they decide
+nothing.
 
-STATE is held, released, or expired: held, but the store's clock says it was
-last written more than TTL + its timestamp resolution + 1s ago, so its holder
-has stopped renewing. A held lease is taken over only by an observer that has
-seen it unchanged for TTL × (1 + drift), or at once with --store-clock once it
-is expired.
+A held lease expires for an observer only after it has seen the record
+unchanged for TTL × (1 + drift), so one listing shows the whole wait. With
+--store-clock, STATE is expired (EXPIRES now) for a record the store's clock
+says was last written more than TTL + its timestamp resolution + 1s ago: its
+holder has stopped renewing, and a waiter with --store-clock takes it over at
+once.
 
 Objects that are not lease records are skipped (-v says how many). A prefix
 is a key prefix, not only a directory: file:///var/leases/ lists everything
@@ -313,7 +321,7 @@ under /var/leases, s3://bkt/jobs/n every key starting with jobs/n.
 
 With -o json it prints one JSON object per line with the fields key, state,
 token, holder, ttl_ms, written_at, age_ms, age_clock and expires_in_ms
-(negative: that long ago).
+(0: expired or released).
 
 Exits 69 if the listing, or reading an object, failed (the rows it could
 read are printed).`
@@ -331,11 +339,10 @@ type listing struct {
 	ExpiresInMs int64     `json:"expires_in_ms"`
 }
 
-// lapseMargin is the store clocks' assumed disagreement, as --store-clock
-// assumes by default.
-const lapseMargin = time.Second
-
 func (c *cli) listCmd(fs *flagSet) action {
+	var lf leaseFlags
+	lf.addDrift(fs)
+	lf.addStoreClock(fs)
 	asJSON := addOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)
@@ -369,7 +376,7 @@ func (c *cli) listCmd(fs *flagSet) action {
 				break
 			}
 			err = func() error {
-				row, why, err := c.listRow(ctx, store, key)
+				row, why, err := c.listRow(ctx, store, &lf, key)
 				switch {
 				case err != nil:
 					c.log.Warn("cannot read "+key, slog.Any("err", err))
@@ -412,20 +419,53 @@ func (c *cli) listCmd(fs *flagSet) action {
 }
 
 func expiryText(row *listing) string {
-	if row.State == string(objlease.StateReleased) {
+	switch row.State {
+	case string(objlease.StateReleased):
 		return "free"
+	case "expired":
+		return "now"
 	}
-	d := time.Duration(row.ExpiresInMs) * time.Millisecond
-	if d >= 0 {
-		return "in " + humanAge(d)
+	return "in " + humanAge(time.Duration(row.ExpiresInMs)*time.Millisecond)
+}
+
+// stateOf is a record's state as the client that judged it sees it: held,
+// released, or expired (held, and this client may take it over now).
+func stateOf(st *objlease.Status) string {
+	if st.Expired {
+		return "expired"
 	}
-	return humanAge(-d) + " ago"
+	return string(st.Record.State)
+}
+
+// ageClock names the clock st.Age was measured by.
+func ageClock(st *objlease.Status) string {
+	if st.AgeByStore {
+		return "store"
+	}
+	return "local"
+}
+
+// judged is the row of a record read at key, as a lease client with the
+// options lf gives judges it (Client.Judge): the one expiry rule, the one
+// inspect and every waiter apply.
+func (c *cli) judged(store providers.Store, lf *leaseFlags, key string, r *objlease.Record, a providers.Attrs) (*listing, error) {
+	cl, err := objlease.New(store, key, lf.options(c.log))
+	if err != nil {
+		return nil, err
+	}
+	st, err := cl.Judge(r, a)
+	if err != nil {
+		return nil, err
+	}
+	row := &listing{Key: key, State: stateOf(st), Token: r.Token, Holder: r.Holder, TTLMillis: r.TTLMillis,
+		WrittenAt: r.WrittenAt, AgeMillis: st.Age.Milliseconds(), AgeClock: ageClock(st), ExpiresInMs: st.ExpiresIn.Milliseconds()}
+	return row, nil
 }
 
 // listRow reads the object at key. It returns a nil row for an object
 // deleted since it was listed, or that is not a lease record (then with
 // why), and an error if the store failed.
-func (c *cli) listRow(ctx context.Context, store providers.Store, key string) (*listing, string, error) {
+func (c *cli) listRow(ctx context.Context, store providers.Store, lf *leaseFlags, key string) (*listing, string, error) {
 	obj, err := store.Get(ctx, key, objlease.MaxRecordSize)
 	switch {
 	case errors.Is(err, providers.ErrNotFound):
@@ -438,21 +478,15 @@ func (c *cli) listRow(ctx context.Context, store providers.Store, key string) (*
 		return nil, "", err
 	}
 	r, err := objlease.DecodeRecord(key, obj.Data)
-	if err != nil {
-		var re *objlease.RecordError
-		if errors.As(err, &re) {
-			return nil, re.Reason, nil
+	if err == nil {
+		var row *listing
+		if row, err = c.judged(store, lf, key, r, obj.Attrs); err == nil {
+			return row, "", nil
 		}
-		return nil, err.Error(), nil
 	}
-	age, clock := recordAge(obj.Attrs, r)
-	row := &listing{Key: key, State: string(r.State), Token: r.Token, Holder: r.Holder, TTLMillis: r.TTLMillis,
-		WrittenAt: r.WrittenAt, AgeMillis: age.Milliseconds(), AgeClock: clock, ExpiresInMs: (r.TTL() - age).Milliseconds()}
-	if r.State == objlease.StateReleased {
-		row.ExpiresInMs = 0 // free
+	var re *objlease.RecordError
+	if errors.As(err, &re) {
+		return nil, re.Reason, nil
 	}
-	if r.State == objlease.StateHeld && clock == "store" && age > r.TTL()+store.Properties().TimestampGranularity+lapseMargin {
-		row.State = "expired"
-	}
-	return row, "", nil
+	return nil, err.Error(), nil
 }

@@ -248,8 +248,8 @@ type durationFlag struct {
 }
 
 func (f *durationFlag) String() string {
-	if f == nil || f.d == nil {
-		return ""
+	if f == nil || f.d == nil || *f.d == 0 {
+		return "" // unset: the usage says what the default is
 	}
 	return f.d.String()
 }

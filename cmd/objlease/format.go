@@ -89,16 +89,6 @@ func orDash(s string) string {
 	return s
 }
 
-// recordAge is how long ago r was written and by which clock: the store's
-// when its attributes carry both times, else this machine's against the
-// writer's. Never negative.
-func recordAge(a providers.Attrs, r *objlease.Record) (time.Duration, string) {
-	if !a.LastModified.IsZero() && !a.StoreTime.IsZero() {
-		return max(a.StoreTime.Sub(a.LastModified), 0), "store"
-	}
-	return max(time.Since(r.WrittenAt), 0), "local"
-}
-
 // open opens the store a URL names. With wantKey it refuses a URL that
 // names no object (a bucket or directory). It refuses a mem:// URL: see
 // inProcess.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -13,9 +14,10 @@ import (
 const groupDetail = `Shows a shard group (package objlease/shard) at PREFIX-URL: its members,
 from the heartbeat records under PREFIX/members/, and who owns each shard,
 from the lease records under PREFIX/shards/, with since when (the owner's
-acquisition), its fencing token, and when its TTL runs out after its last
-write. State is as for list: held, released (free), or expired by the
-store's clock. Each record is an ordinary lease: objlease inspect works on
+acquisition), its fencing token, and when this observer could take it over.
+State and expiry are as for list, judged by the rule inspect applies with the
+same flags: held, released (free), or expired (with --store-clock, by the
+store's clock). Each record is an ordinary lease: objlease inspect works on
 PREFIX/shards/ID.
 
 With -o json it prints one JSON object per line with the fields kind
@@ -33,6 +35,9 @@ type groupRow struct {
 }
 
 func (c *cli) groupCmd(fs *flagSet) action {
+	var lf leaseFlags
+	lf.addDrift(fs)
+	lf.addStoreClock(fs)
 	asJSON := addOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)
@@ -49,23 +54,29 @@ func (c *cli) groupCmd(fs *flagSet) action {
 			return opErr("group", url, err)
 		}
 		var rows []groupRow
-		add := func(kind string, es []shard.Entry) {
+		add := func(kind string, es []shard.Entry) error {
 			for _, e := range es {
-				r := e.Record
-				age, clock := recordAge(e.Attrs, r)
-				row := groupRow{Kind: kind, Name: e.Name, Since: &r.AcquiredAt, listing: listing{Key: e.Key, State: string(r.State), Token: r.Token, Holder: r.Holder,
-					TTLMillis: r.TTLMillis, WrittenAt: r.WrittenAt, AgeMillis: age.Milliseconds(), AgeClock: clock, ExpiresInMs: (r.TTL() - age).Milliseconds()}}
-				switch {
-				case r.State == objlease.StateReleased:
-					row.ExpiresInMs, row.Holder, row.Since = 0, "", nil
-				case clock == "store" && age > r.TTL()+store.Properties().TimestampGranularity+lapseMargin:
-					row.State = "expired"
+				l, err := c.judged(store, &lf, e.Key, e.Record, e.Attrs)
+				var re *objlease.RecordError
+				if errors.As(err, &re) {
+					continue // not a lease record after all (a fenced object)
+				} else if err != nil {
+					return err
+				}
+				row := groupRow{Kind: kind, Name: e.Name, Since: &e.Record.AcquiredAt, listing: *l}
+				if e.Record.State == objlease.StateReleased {
+					row.Holder, row.Since = "", nil
 				}
 				rows = append(rows, row)
 			}
+			return nil
 		}
-		add("member", v.Members)
-		add("shard", v.Shards)
+		if err := add("member", v.Members); err != nil {
+			return opErr("group", url, err)
+		}
+		if err := add("shard", v.Shards); err != nil {
+			return opErr("group", url, err)
+		}
 		if *asJSON {
 			for _, r := range rows {
 				if err := c.printJSON(r); err != nil {

@@ -10,10 +10,11 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-// defaultPoll is how often a waiter reads the record by default: often
-// enough that a released lease is taken within a second, at one read per
-// poll (the library's default, TTL/3, left a waiter asleep for up to 10 s).
-const defaultPoll = time.Second
+// slotsPoll is how often run --slots reads its slots by default. A
+// semaphore's poll reads every slot, on slot 0's schedule, so the renewal
+// phase of one holder cannot time reads of the others: it polls plainly,
+// often enough that a slot given back is taken within a second.
+const slotsPoll = time.Second
 
 // waitReport is how often a waiter under -v repeats who holds the lease
 // when nothing changed.

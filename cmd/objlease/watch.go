@@ -28,8 +28,10 @@ reads that the records cannot tell is said in the detail, not guessed:
   released    the holder released it; a released record of a holder never
               seen holding it prints acquired, then released
   expired     held, and this observer has seen the record unchanged for
-              TTL × (1 + drift), the rule a waiter here uses: it may take
-              it over now
+              TTL × (1 + drift), or, with --store-clock, the store's clock
+              shows it written more than TTL + resolution + 1s ago: the
+              rule a waiter here with the same flags uses; it may take it
+              over now
   taken-over  a new holder took the next token over a record this observer
               had seen expired
   broken      "objlease break" ended it (a released record with a new
@@ -74,9 +76,9 @@ type sighting struct {
 }
 
 // judgement is the library's answer about the record last read at a key:
-// how long until it expires for this observer, and how long it has been
-// seen unchanged (ok false: no answer).
-type judgement func(key string) (expiresIn, unchanged time.Duration, ok bool)
+// how long until it expires for this observer, by which rule, and how long
+// it has been seen unchanged (ok false: no answer).
+type judgement func(key string) (expiresIn, unchanged time.Duration, rule objlease.Rule, ok bool)
 
 // tracker turns successive sightings of keys into events. Every event is
 // derived from the two records it compares (see eventsBetween); expiry is
@@ -249,13 +251,17 @@ func (t *tracker) tick(now time.Time, judge judgement) []watchEvent {
 		if r == nil || r.State != objlease.StateHeld || s.expired {
 			continue
 		}
-		left, unchanged, ok := judge(key)
+		left, unchanged, rule, ok := judge(key)
 		if !ok || left > 0 {
 			continue
 		}
 		s.expired = true
+		detail := fmt.Sprintf("unchanged for %s, TTL × (1 + drift), by this observer's clock", roundDuration(unchanged))
+		if rule == objlease.RuleStoreClock {
+			detail = "the store's clock shows it written more than TTL + margin ago"
+		}
 		evs = append(evs, watchEvent{Time: now, Event: "expired", Key: key, State: string(r.State), Token: r.Token, Holder: r.Holder,
-			TTLMillis: r.TTLMillis, Renewals: r.Renewals, Detail: fmt.Sprintf("unchanged for %s, TTL × (1 + drift), by this observer's clock", roundDuration(unchanged))})
+			TTLMillis: r.TTLMillis, Renewals: r.Renewals, Detail: detail})
 	}
 	slices.SortFunc(evs, func(a, b watchEvent) int { return strings.Compare(a.Key, b.Key) })
 	return evs
@@ -268,7 +274,7 @@ func (t *tracker) nextExpiry(judge judgement) (time.Duration, bool) {
 	found := false
 	for key, s := range t.seen {
 		if r := s.rec; r != nil && r.State == objlease.StateHeld && !s.expired {
-			if d, _, ok := judge(key); ok && (!found || d < next) {
+			if d, _, _, ok := judge(key); ok && (!found || d < next) {
 				next, found = d, true
 			}
 		}
@@ -279,6 +285,7 @@ func (t *tracker) nextExpiry(judge judgement) (time.Duration, bool) {
 func (c *cli) watchCmd(fs *flagSet) action {
 	var lf leaseFlags
 	lf.addDrift(fs)
+	lf.addStoreClock(fs)
 	poll := time.Second
 	fs.Var(&durationFlag{d: &poll, min: 10 * time.Millisecond, max: time.Hour}, "poll", "how often to read the record (or list the prefix), as a `duration` (default 1s)")
 	renewals := fs.Bool("renewals", false, "print a line for every renewal too")
@@ -295,7 +302,7 @@ func (c *cli) watchCmd(fs *flagSet) action {
 		}
 		defer store.Close()
 		isPrefix := *prefix || key == "" || strings.HasSuffix(key, "/")
-		w := newWatcher(c, store, key, newTracker(*renewals, isPrefix), clock.Real(), lf.drift, *asJSON)
+		w := newWatcher(c, store, key, newTracker(*renewals, isPrefix), clock.Real(), lf.options(c.log), *asJSON)
 		err = w.run(ctx, poll)
 		if _, ok := interrupted(ctx); ok {
 			return nil // the way to stop watching
@@ -306,21 +313,25 @@ func (c *cli) watchCmd(fs *flagSet) action {
 
 // watcher polls a key or a prefix and prints what changed. It reads each
 // key through a lease Client of its own, which never writes: the Client
-// judges expiry by the same rule a waiting contender does.
+// judges expiry by the same rule a waiting contender with the same options
+// does.
 type watcher struct {
 	c       *cli
 	store   providers.Store
 	key     string // the key, or the prefix
 	t       *tracker
 	clock   clock.Clock
-	drift   float64
+	opts    objlease.Options // the options of the Clients that read
 	asJSON  bool
 	clients map[string]*objlease.Client
 	failed  bool // the last poll failed: say so once, and once when it recovers
 }
 
-func newWatcher(c *cli, store providers.Store, key string, t *tracker, clk clock.Clock, drift float64, asJSON bool) *watcher {
-	return &watcher{c: c, store: store, key: key, t: t, clock: clk, drift: drift, asJSON: asJSON, clients: map[string]*objlease.Client{}}
+// newWatcher returns a watcher whose Clients read with opts (drift and
+// store-clock rule) on clk.
+func newWatcher(c *cli, store providers.Store, key string, t *tracker, clk clock.Clock, opts objlease.Options, asJSON bool) *watcher {
+	opts.Clock, opts.Holder = clk, "objlease-watch"
+	return &watcher{c: c, store: store, key: key, t: t, clock: clk, opts: opts, asJSON: asJSON, clients: map[string]*objlease.Client{}}
 }
 
 // client returns the Client that reads key; fresh makes a new one, which
@@ -329,7 +340,7 @@ func (w *watcher) client(key string, fresh bool) (*objlease.Client, error) {
 	if cl, ok := w.clients[key]; ok && !fresh {
 		return cl, nil
 	}
-	cl, err := objlease.New(w.store, key, objlease.Options{DriftBound: w.drift, Clock: w.clock, Holder: "objlease-watch"})
+	cl, err := objlease.New(w.store, key, w.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -339,16 +350,16 @@ func (w *watcher) client(key string, fresh bool) (*objlease.Client, error) {
 
 // judge is the library's judgement of the record last read at key, now. A
 // Client's Observe of the version it last read sends no request.
-func (w *watcher) judge(key string) (time.Duration, time.Duration, bool) {
+func (w *watcher) judge(key string) (time.Duration, time.Duration, objlease.Rule, bool) {
 	cl, s := w.clients[key], w.t.seen[key]
 	if cl == nil || s == nil || s.rec == nil {
-		return 0, 0, false
+		return 0, 0, "", false
 	}
 	sg := cl.Observe(providers.Attrs{Key: key, Version: s.version})
 	if sg.Status == nil {
-		return 0, 0, false
+		return 0, 0, "", false
 	}
-	return sg.Status.ExpiresIn, sg.Unchanged, true
+	return sg.Status.ExpiresIn, sg.Unchanged, sg.Status.Rule, true
 }
 
 func (w *watcher) run(ctx context.Context, poll time.Duration) error {

@@ -52,7 +52,7 @@ func startWatch(t *testing.T, store providers.Store, key string, poll time.Durat
 	wl := &watchLoop{t: t, clk: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), out: &watchOutput{}, store: store, done: make(chan error, 1)}
 	c := &cli{stdin: strings.NewReader(""), stdout: wl.out, stderr: io.Discard, log: slog.New(slog.DiscardHandler)}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := newWatcher(c, store, key, newTracker(false, strings.HasSuffix(key, "/")), wl.clk, 0.01, true)
+	w := newWatcher(c, store, key, newTracker(false, strings.HasSuffix(key, "/")), wl.clk, objlease.Options{DriftBound: 0.01}, true)
 	go func() { wl.done <- w.run(ctx, poll) }()
 	t.Cleanup(func() {
 		cancel()

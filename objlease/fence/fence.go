@@ -31,13 +31,14 @@ import (
 	"strconv"
 
 	"github.com/objlease/objlease/internal/entropy"
+	"github.com/objlease/objlease/internal/fencemeta"
 	"github.com/objlease/objlease/providers"
 )
 
 // Metadata keys written on fenced objects.
 const (
-	TokenKey     = "objlease-token"
-	TombstoneKey = "objlease-tombstone"
+	TokenKey     = fencemeta.TokenKey
+	TombstoneKey = fencemeta.TombstoneKey
 )
 
 var (

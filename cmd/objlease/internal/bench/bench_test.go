@@ -144,12 +144,16 @@ func TestBenchAllSectionsJSON(t *testing.T) {
 		}
 	}
 	f := r.Failover
-	if f == nil || len(f.Rules) != 2 || len(f.Fresh) != 2 {
+	if f == nil || len(f.Rules) != 4 || len(f.Fresh) != 2 {
 		t.Fatalf("failover section %+v", f)
 	}
-	for _, rule := range f.Rules {
+	for i, rule := range f.Rules {
 		if rule.Elapsed.N != 1 || rule.Early != 0 || rule.Elapsed.P50 <= 0 {
 			t.Errorf("failover under the %s rule: %+v", rule.Rule, rule)
+		}
+		// SIGKILL under each rule, then a graceful release under each.
+		if want := []string{endKill, endKill, endRelease, endRelease}[i]; rule.Ending != want {
+			t.Errorf("failover row %d ends the holder by %q, want %q", i, rule.Ending, want)
 		}
 	}
 	// The file store reports no store time, so there the store-clock rule

@@ -199,10 +199,12 @@ type failoverReport struct {
 	Fresh  []freshReport  `json:"fresh"`
 }
 
-// failoverRule is the time from a holder's SIGKILL until a waiting
-// contender holds the lease, under one expiry rule.
+// failoverRule is the time from a holder's SIGKILL (or, with Ending
+// "release", its graceful release) until a waiting contender holds the
+// lease, under one expiry rule.
 type failoverRule struct {
 	Rule     string  `json:"rule"`
+	Ending   string  `json:"ending"` // "kill" or "release"
 	Elapsed  dist    `json:"kill_to_held"`
 	P50TTL   float64 `json:"p50_ttl"`
 	P90TTL   float64 `json:"p90_ttl"`
@@ -228,12 +230,14 @@ type freshReport struct {
 
 func (b *bench) failover(ctx context.Context) (*failoverReport, error) {
 	r := &failoverReport{Trials: b.trials}
-	for _, rule := range []string{ruleObserved, ruleStoreClock} {
-		fr, err := b.failoverTrials(ctx, rule)
-		if err != nil {
-			return nil, err
+	for _, ending := range []string{endKill, endRelease} {
+		for _, rule := range []string{ruleObserved, ruleStoreClock} {
+			fr, err := b.failoverTrials(ctx, rule, ending)
+			if err != nil {
+				return nil, err
+			}
+			r.Rules = append(r.Rules, *fr)
 		}
-		r.Rules = append(r.Rules, *fr)
 	}
 	fresh, err := b.freshTakeovers(ctx)
 	if err != nil {
@@ -243,11 +247,24 @@ func (b *bench) failover(ctx context.Context) (*failoverReport, error) {
 	return r, nil
 }
 
-// failoverTrials kills a renewing holder process at a random moment while
-// a contender in this process waits in Acquire, --trials times.
-func (b *bench) failoverTrials(ctx context.Context, rule string) (*failoverRule, error) {
-	key := b.key("failover-" + rule)
-	fr := &failoverRule{Rule: rule, GoalMs: ms(b.ttl + b.poll)}
+// How a failover trial ends the holder's tenure.
+const (
+	endKill    = "kill"    // SIGKILL, as a crash would
+	endRelease = "release" // a graceful release
+)
+
+// failoverTrials kills a renewing holder process (or has it release the
+// lease) at a random moment while a contender in this process waits in
+// Acquire, --trials times. The goal after a kill is TTL + one poll; after
+// a release, one poll: the renewal interval plus 1/16 of it once the
+// contender reads on the holder's renewal phase.
+func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failoverRule, error) {
+	key := b.key("failover-" + rule + "-" + ending)
+	goalD := b.ttl + b.poll
+	if ending == endRelease {
+		goalD = max(b.poll, b.renew) + b.renew/16
+	}
+	fr := &failoverRule{Rule: rule, Ending: ending, GoalMs: ms(goalD)}
 	var elapsed []time.Duration
 	type acquired struct {
 		l   *objlease.Lease
@@ -255,8 +272,8 @@ func (b *bench) failoverTrials(ctx context.Context, rule string) (*failoverRule,
 		at  time.Time
 	}
 	for i := range b.trials {
-		b.prog.show(i == 0, "failover (%s rule): trial %d of %d", rule, i+1, b.trials)
-		h, err := b.startHolder(key)
+		b.prog.show(i == 0, "failover (%s rule, %s): trial %d of %d", rule, ending, i+1, b.trials)
+		h, err := b.startHolder(key) // it releases the lease when its stdin closes
 		if err != nil {
 			return nil, err
 		}
@@ -297,11 +314,20 @@ func (b *bench) failoverTrials(ctx context.Context, rule string) (*failoverRule,
 			}
 			h.kill()
 		default:
-			h.kill()
-			killed := time.Now()
+			var ended time.Time
+			if ending == endRelease {
+				ended = time.Now()
+				_ = h.stdin.Close() // the holder releases, then exits
+			} else {
+				h.kill()
+				ended = time.Now()
+			}
 			a = <-got
 			if a.err == nil {
-				elapsed = append(elapsed, a.at.Sub(killed))
+				elapsed = append(elapsed, a.at.Sub(ended))
+			}
+			if ending == endRelease {
+				_ = h.cmd.Wait()
 			}
 		}
 		cancel()
@@ -320,7 +346,7 @@ func (b *bench) failoverTrials(ctx context.Context, rule string) (*failoverRule,
 	ttl := ms(b.ttl)
 	fr.P50TTL, fr.P90TTL, fr.MaxTTL = fr.Elapsed.P50/ttl, fr.Elapsed.P90/ttl, fr.Elapsed.Max/ttl
 	for _, e := range elapsed {
-		if e > b.ttl+b.poll {
+		if e > goalD {
 			fr.OverGoal++
 		}
 	}
@@ -415,8 +441,8 @@ func (b *bench) freshTakeovers(ctx context.Context) ([]freshReport, error) {
 }
 
 func printFailover(w io.Writer, r *failoverReport) {
-	fmt.Fprintf(w, "\nFAILOVER: a holder process is killed with SIGKILL while a contender waits in Acquire; time from the kill until the contender holds the lease, %d trials per rule\n", r.Trials)
-	fmt.Fprintln(w, "RULE\tP50\tP90\tMAX\tP50/TTL\tP90/TTL\tMAX/TTL\tGOAL <= TTL + POLL\t")
+	fmt.Fprintf(w, "\nFAILOVER: a holder process is killed with SIGKILL, or releases the lease, while a contender waits in Acquire; time from the kill (release) until the contender holds the lease, %d trials per rule\n", r.Trials)
+	fmt.Fprintln(w, "RULE\tENDING\tP50\tP90\tMAX\tP50/TTL\tP90/TTL\tMAX/TTL\tGOAL: KILL <= TTL + POLL, RELEASE <= POLL + R/16\t")
 	for _, f := range r.Rules {
 		note := fmt.Sprintf("%v: %s", fromMs(f.GoalMs).Round(time.Millisecond), goal(f.OverGoal == 0))
 		if f.OverGoal > 0 {
@@ -425,7 +451,7 @@ func printFailover(w io.Writer, r *failoverReport) {
 		if f.Early > 0 {
 			note += fmt.Sprintf("; EXCLUSIVITY VIOLATED %d times", f.Early)
 		}
-		fmt.Fprintf(w, "%s\t%v\t%v\t%v\t%.2f\t%.2f\t%.2f\t%s\n", f.Rule, fromMs(f.Elapsed.P50).Round(time.Millisecond),
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%.2f\t%.2f\t%.2f\t%s\n", f.Rule, f.Ending, fromMs(f.Elapsed.P50).Round(time.Millisecond),
 			fromMs(f.Elapsed.P90).Round(time.Millisecond), fromMs(f.Elapsed.Max).Round(time.Millisecond), f.P50TTL, f.P90TTL, f.MaxTTL, note)
 	}
 	fmt.Fprintln(w, "A FRESH PROCESS takes over a lease whose holder was killed long ago; round trips and time from exec until it holds the lease:")
