@@ -645,25 +645,24 @@ func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 	return Await(ctx, c, c.TryAcquire, nil)
 }
 
-// Retry decides, for a loop of acquire attempts, whether and when to try
+// retry decides, for a loop of acquire attempts, whether and when to try
 // again after an error. Its zero value is ready for use. It is how Acquire
 // and every other waiting loop (see Await) treat errors alike.
-type Retry struct {
-	failures int   // store failures in a row
-	last     error // the last store failure of the streak, nil after a success or a held lease
+type retry struct {
+	failures int // store failures in a row
 }
 
-// Next returns how long to wait after err before the next attempt, given
+// next returns how long to wait after err before the next attempt, given
 // poll, the wait while the lease is held, and whether to try again at all.
 // A held lease waits poll, or until its holder's record is due to expire;
 // a race with another writer or throttling waits poll; a store failure
 // waits with backoff from 100 ms up to poll; a permanent error is not
 // retried.
-func (r *Retry) Next(err error, poll time.Duration) (time.Duration, bool) {
+func (r *retry) next(err error, poll time.Duration) (time.Duration, bool) {
 	var held *HeldError
 	switch {
 	case errors.As(err, &held):
-		r.failures, r.last = 0, nil
+		r.failures = 0
 		if held.Wait < poll {
 			return held.Wait + time.Millisecond, true
 		}
@@ -675,18 +674,12 @@ func (r *Retry) Next(err error, poll time.Duration) (time.Duration, bool) {
 		return 0, false
 	}
 	r.failures++
-	r.last = err
 	return min(100*time.Millisecond<<min(r.failures-1, 10), max(poll, 100*time.Millisecond)), true
 }
 
-// First reports whether the error Next last saw began a streak of store
+// first reports whether the error next last saw began a streak of store
 // failures: the one to log.
-func (r *Retry) First() bool { return r.failures == 1 }
-
-// StoreErr is the last store failure of the current streak, or nil if the
-// last attempt met a held lease (or a race): what a caller whose wait ends
-// reports, rather than a holder seen before the store began to fail.
-func (r *Retry) StoreErr() error { return r.last }
+func (r *retry) first() bool { return r.failures == 1 }
 
 // IsPermanent reports errors that waiting will not cure: the object at the
 // key is not a usable record (or, with Force, shows no token to continue
@@ -867,8 +860,8 @@ func (c *Client) Release(ctx context.Context) error {
 // Options returns the client's effective options, defaults filled in.
 func (c *Client) Options() Options { return c.opts }
 
-// Wait blocks for d on the client's clock, or until ctx ends.
-func (c *Client) Wait(ctx context.Context, d time.Duration) error {
+// wait blocks for d on the client's clock, or until ctx ends.
+func (c *Client) wait(ctx context.Context, d time.Duration) error {
 	t := c.opts.Clock.NewTimer(d)
 	defer t.Stop()
 	select {

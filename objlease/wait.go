@@ -197,7 +197,7 @@ func Await[T any](ctx context.Context, c *Client, attempt func(context.Context) 
 			var zero T
 			return zero, c.giveUp(ctx, err)
 		}
-		if c.Wait(ctx, wait) != nil {
+		if c.wait(ctx, wait) != nil {
 			var zero T
 			return zero, c.waitEnded(ctx, err)
 		}
@@ -208,27 +208,27 @@ func Await[T any](ctx context.Context, c *Client, attempt func(context.Context) 
 // the one place where errors are classified and reads are timed.
 type schedule struct {
 	c     *Client
-	r     Retry
+	r     retry
 	phase phaseTracker
 	store storePhase
 }
 
 // next is how long the loop waits after the failed attempt err, sent at
-// sent, and whether it tries again at all: Retry's answer, except that a
+// sent, and whether it tries again at all: retry's answer, except that a
 // lease held at c's key is read again on the holder's renewal phase as
 // phaseTracker has learned it, and always at the first instant it could
 // expire for c, under either rule (see Client.pollWait). It logs the first
 // failure of a streak and tells progress.
 func (s *schedule) next(sent time.Time, err error, progress func(Progress)) (time.Duration, bool) {
 	c := s.c
-	wait, retry := s.r.Next(err, c.jitter(c.opts.PollInterval))
+	wait, retry := s.r.next(err, c.jitter(c.opts.PollInterval))
 	if !retry {
 		return 0, false
 	}
 	var held *HeldError
 	if !errors.As(err, &held) {
 		s.phase.reset()
-		if s.r.First() {
+		if s.r.first() {
 			c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
 		}
 	} else if held.Key == c.key {
