@@ -82,8 +82,8 @@ type Driver interface {
 	// otherwise (including when it is absent) ErrPrecondition.
 	Delete(ctx context.Context, key string, ifVersion string) error
 	// List returns up to pageSize objects whose keys start with prefix,
-	// in lexical key order, after the position named by pageToken ("" for
-	// the first page).
+	// after the position named by pageToken ("" for the first page), in
+	// the store's order (lexical on most stores, not on S3 Express).
 	List(ctx context.Context, prefix, pageToken string, pageSize int) (ListPage, error)
 	// Properties reports the store's declared properties.
 	Properties() Properties
