@@ -79,26 +79,31 @@ func (c *Client) newLease(ctx context.Context, rec *Record, res providers.WriteR
 		writing: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	l.setValidUntil(c.validUntil(sent))
+	l.mu.Lock()
+	left := l.remaining(c.opts.Clock.Now())
+	l.mu.Unlock()
+	if left <= 0 {
+		// The reply came after the safe validity the write began: another
+		// holder may already have taken over. Nothing may start on this
+		// lease; the record is given back, and the caller may try again.
+		err := fmt.Errorf("%w: lease %q: the acquiring write's reply came after the validity it began had ended", ErrLeaseLost, c.key)
+		cancel(err)
+		c.recordEnded(err)
+		c.unwrite(ctx, rec, res.Version)
+		return nil, err
+	}
 	if err := register(l, l.notBefore(sent.Add(c.firstRenewal()))); err != nil {
 		cancel(err)
 		c.recordEnded(ErrReleased)
 		c.unwrite(ctx, rec, res.Version)
 		return nil, err
 	}
-	l.mu.Lock()
-	left := l.remaining(c.opts.Clock.Now())
-	l.mu.Unlock()
-	if left <= 0 {
-		// The reply came after the safe validity it began: the lease is
-		// returned ended, never with a context that outlives its validity.
-		l.end(errValidityEnded(c.key))
-	}
 	return l, nil
 }
 
 // unwrite releases the record rec just written at version, for a lease
-// that its closed session will not hold: best effort, since the record
-// expires on its own.
+// this client will not hold (its session closed, or its validity ended
+// before the reply came): best effort, since the record expires on its own.
 func (c *Client) unwrite(ctx context.Context, rec *Record, version string) {
 	next := *rec
 	next.Nonce = c.nonce()
@@ -106,7 +111,7 @@ func (c *Client) unwrite(ctx context.Context, rec *Record, version string) {
 	next.WrittenAt = time.Now().UTC()
 	next.Data = nil
 	if _, err := c.put(ctx, &next, version); err != nil {
-		c.log.Warn("releasing a lease acquired as its session closed failed; it expires on its own", slog.Any("err", err))
+		c.log.Warn("giving back a record this client will not hold failed; it expires on its own", slog.Any("err", err))
 	}
 }
 
