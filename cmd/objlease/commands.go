@@ -319,9 +319,14 @@ Objects that are not lease records are skipped (-v says how many). A prefix
 is a key prefix, not only a directory: file:///var/leases/ lists everything
 under /var/leases, s3://bkt/jobs/n every key starting with jobs/n.
 
-With -o json it prints one JSON object per line with the fields key, state,
-token, holder, ttl_ms, written_at, age_ms, age_clock and expires_in_ms
-(0: expired or released).
+-o wide adds the columns TTL, ACQUIRED (the writer's clock), RENEWALS,
+VERSION (the store's version of the record) and DATA (what the holder
+stored, quoted). --no-headers drops the header line.
+
+With -o json it prints one JSON document, {"kind":"LeaseList","items":[...]},
+whose items have the fields key, state, token, holder, ttl_ms, written_at,
+age_ms, age_clock, expires_in_ms (0: expired or released), version,
+renewals, acquired_at and data (base64, if any).
 
 Exits 69 if the listing, or reading an object, failed (the rows it could
 read are printed).`
@@ -339,11 +344,21 @@ type listing struct {
 	ExpiresInMs int64     `json:"expires_in_ms"`
 }
 
+// listItem is one item of list's JSON output: the row, and what -o wide
+// adds to it.
+type listItem struct {
+	listing
+	Version    string    `json:"version"`
+	Renewals   uint64    `json:"renewals"`
+	AcquiredAt time.Time `json:"acquired_at,omitzero"`
+	Data       []byte    `json:"data,omitempty"`
+}
+
 func (c *cli) listCmd(fs *flagSet) action {
 	var lf leaseFlags
 	lf.addDrift(fs)
 	lf.addStoreClock(fs)
-	asJSON := addOutput(fs)
+	out := addListOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)
 		if err != nil {
@@ -356,9 +371,14 @@ func (c *cli) listCmd(fs *flagSet) action {
 		defer store.Close()
 
 		var w *tabwriter.Writer
-		if !*asJSON {
+		items := []listItem{}
+		if !out.json {
 			w = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "KEY\tSTATE\tTOKEN\tHOLDER\tAGE\tEXPIRES")
+			cols := []string{"KEY", "STATE", "TOKEN", "HOLDER", "AGE", "EXPIRES"}
+			if out.wide {
+				cols = append(cols, "TTL", "ACQUIRED", "RENEWALS", "VERSION", "DATA")
+			}
+			out.header(w, cols...)
 		}
 		var failed error
 		skipped, example := 0, ""
@@ -390,13 +410,22 @@ func (c *cli) listCmd(fs *flagSet) action {
 					}
 					return nil
 				case w == nil:
-					return c.printJSON(row)
+					items = append(items, *row)
+					return nil
 				}
-				age, expires := humanAge(time.Duration(row.AgeMillis)*time.Millisecond), expiryText(row)
+				age, expires := humanAge(time.Duration(row.AgeMillis)*time.Millisecond), expiryText(&row.listing)
 				if row.AgeClock != "store" {
 					age += " (writer)"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", row.Key, row.State, row.Token, showHolder(row.Holder), age, expires)
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s", row.Key, row.State, row.Token, showHolder(row.Holder), age, expires)
+				if out.wide {
+					acquired := "-"
+					if !row.AcquiredAt.IsZero() {
+						acquired = stamp(row.AcquiredAt)
+					}
+					fmt.Fprintf(w, "\t%v\t%s\t%d\t%s\t%s", time.Duration(row.TTLMillis)*time.Millisecond, acquired, row.Renewals, orDash(row.Version), showData(row.Data))
+				}
+				fmt.Fprintln(w)
 				return nil
 			}()
 		}
@@ -407,6 +436,9 @@ func (c *cli) listCmd(fs *flagSet) action {
 			if ferr := w.Flush(); ferr != nil && err == nil {
 				err = ferr
 			}
+		} else if perr := c.printList("LeaseList", items); perr != nil && err == nil {
+			// The rows read before a failure are printed all the same.
+			err = perr
 		}
 		if skipped > 0 {
 			c.log.Debug(fmt.Sprintf("skipped %d objects that are not lease records (e.g. %s)", skipped, example))
@@ -465,7 +497,7 @@ func (c *cli) judged(store providers.Store, lf *leaseFlags, key string, r *objle
 // listRow reads the object at key. It returns a nil row for an object
 // deleted since it was listed, or that is not a lease record (then with
 // why), and an error if the store failed.
-func (c *cli) listRow(ctx context.Context, store providers.Store, lf *leaseFlags, key string) (*listing, string, error) {
+func (c *cli) listRow(ctx context.Context, store providers.Store, lf *leaseFlags, key string) (*listItem, string, error) {
 	obj, err := store.Get(ctx, key, objlease.MaxRecordSize)
 	switch {
 	case errors.Is(err, providers.ErrNotFound):
@@ -481,7 +513,7 @@ func (c *cli) listRow(ctx context.Context, store providers.Store, lf *leaseFlags
 	if err == nil {
 		var row *listing
 		if row, err = c.judged(store, lf, key, r, obj.Attrs); err == nil {
-			return row, "", nil
+			return &listItem{listing: *row, Version: obj.Attrs.Version, Renewals: r.Renewals, AcquiredAt: r.AcquiredAt, Data: r.Data}, "", nil
 		}
 	}
 	var re *objlease.RecordError

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +84,18 @@ func showHolder(h string) string {
 	return orDash(h)
 }
 
+// showData is the data a holder stored in its record, to print in a row:
+// "-" if none, else quoted as a Go string, cut at 40 bytes.
+func showData(b []byte) string {
+	if len(b) == 0 {
+		return "-"
+	}
+	if len(b) > 40 {
+		return strconv.Quote(string(b[:40])) + "..."
+	}
+	return strconv.Quote(string(b))
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -137,4 +151,53 @@ func inProcess(rawURL string) error {
 		return nil // providers.Open judges it
 	}
 	return &tagged{"mem:// stores live inside one process, so every objlease command would get an empty one of its own; use file:// to share leases between processes on one machine", errInProcess}
+}
+
+// listFormat is how a list-like command (list, group) prints: a table,
+// optionally wide and without its header line, or one JSON document.
+type listFormat struct {
+	json      bool // -o json: one {"kind":"<Kind>List","items":[...]} document
+	wide      bool // -o wide: the table with more columns
+	noHeaders bool // --no-headers: the table without its header line
+}
+
+// addListOutput registers -o (json, wide, or text when not given) and
+// --no-headers, for commands that print a table of many things.
+func addListOutput(fs *flagSet) *listFormat {
+	lf := new(listFormat)
+	fs.Func("o", "output `format`: json (one document with every row) or wide (more columns); a table when not given", func(s string) error {
+		switch s {
+		case "text":
+			*lf = listFormat{noHeaders: lf.noHeaders}
+		case "json":
+			lf.json, lf.wide = true, false
+		case "wide":
+			lf.json, lf.wide = false, true
+		default:
+			return fmt.Errorf("want json or wide")
+		}
+		return nil
+	})
+	fs.BoolVar(&lf.noHeaders, "no-headers", false, "print the table without its header line")
+	return lf
+}
+
+// header prints a table's header line unless --no-headers.
+func (lf *listFormat) header(w io.Writer, cols ...string) {
+	if !lf.noHeaders {
+		fmt.Fprintln(w, strings.Join(cols, "\t"))
+	}
+}
+
+// printList prints items, a slice, as one JSON document
+// {"kind":kind,"items":[...]}, as kubectl prints a list: kind is the
+// list's kind, e.g. "LeaseList". No items is an empty array, never null.
+func (c *cli) printList(kind string, items any) error {
+	if v := reflect.ValueOf(items); !v.IsValid() || (v.Kind() == reflect.Slice && v.Len() == 0) {
+		items = []struct{}{}
+	}
+	return c.printJSON(struct {
+		Kind  string `json:"kind"`
+		Items any    `json:"items"`
+	}{kind, items})
 }

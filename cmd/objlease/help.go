@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -90,28 +91,56 @@ func (c *cli) helpCmd(fs *flagSet) action {
 }
 
 const versionDetail = `Prints the module version, the VCS revision it was built from (if known)
-and the Go version. "objlease --version" does the same.`
+and the Go version. "objlease --version" does the same. With -o json it
+prints {"version","revision","modified","go","os","arch"}.`
+
+// versionInfo is what version prints with -o json.
+type versionInfo struct {
+	Version  string `json:"version"`
+	Revision string `json:"revision"`
+	Modified bool   `json:"modified"` // built from a tree with uncommitted changes
+	Go       string `json:"go"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+}
 
 func (c *cli) versionCmd(fs *flagSet) action {
+	asJSON := addOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) > 0 {
 			return usagef("version takes no arguments")
+		}
+		if *asJSON {
+			return c.printJSON(buildVersion())
 		}
 		return c.printVersion()
 	}
 }
 
-func (c *cli) printVersion() error {
-	version, rev, goVersion := "(devel)", "", "unknown"
+// buildVersion reads the version from the binary's build information.
+func buildVersion() versionInfo {
+	v := versionInfo{Version: "(devel)", Go: "unknown", OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		version, goVersion = bi.Main.Version, bi.GoVersion
+		v.Version, v.Go = bi.Main.Version, bi.GoVersion
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				rev = " " + s.Value
+			switch s.Key {
+			case "vcs.revision":
+				v.Revision = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
 			}
 		}
 	}
-	_, err := fmt.Fprintf(c.stdout, "objlease %s%s %s\n", version, rev, goVersion)
+	return v
+}
+
+func (c *cli) printVersion() error {
+	v := buildVersion()
+	rev := ""
+	if v.Revision != "" {
+		rev = " " + v.Revision
+	}
+	_, err := fmt.Fprintf(c.stdout, "objlease %s%s %s\n", v.Version, rev, v.Go)
 	return err
 }
 

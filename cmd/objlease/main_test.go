@@ -41,6 +41,7 @@ func TestScripts(t *testing.T) {
 			"exitcode": cmdExitcode,
 			"putobj":   cmdPutobj,
 			"jsonkeys": cmdJSONKeys,
+			"jsonlist": cmdJSONList,
 			"waitfor":  cmdWaitfor,
 		},
 		Condition: condition,
@@ -141,6 +142,41 @@ func cmdJSONKeys(ts *testscript.TestScript, neg bool, args []string) {
 		for _, k := range args {
 			if _, ok := obj[k]; !ok {
 				ts.Fatalf("stdout line %d has no key %q: %s", i+1, k, line)
+			}
+		}
+	}
+}
+
+// cmdJSONList checks that stdout is exactly one JSON document, a list as
+// kubectl prints one, {"kind":KIND,"items":[...]}, with at least one item,
+// each an object with every one of the keys:
+//
+//	jsonlist KIND key...
+func cmdJSONList(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: jsonlist KIND key...")
+	}
+	dec := json.NewDecoder(strings.NewReader(ts.ReadFile("stdout")))
+	var doc struct {
+		Kind  string                       `json:"kind"`
+		Items []map[string]json.RawMessage `json:"items"`
+	}
+	if err := dec.Decode(&doc); err != nil {
+		ts.Fatalf("stdout is not a JSON list: %v", err)
+	}
+	if dec.More() {
+		ts.Fatalf("stdout holds more than one JSON document")
+	}
+	if doc.Kind != args[0] {
+		ts.Fatalf("stdout is a %q, want a %q", doc.Kind, args[0])
+	}
+	if len(doc.Items) == 0 {
+		ts.Fatalf("the %s has no items", doc.Kind)
+	}
+	for i, item := range doc.Items {
+		for _, k := range args[1:] {
+			if _, ok := item[k]; !ok {
+				ts.Fatalf("item %d has no key %q", i, k)
 			}
 		}
 	}

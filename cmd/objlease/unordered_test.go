@@ -67,12 +67,11 @@ func TestListSortedOnAnUnorderedStore(t *testing.T) {
 	}
 
 	got = nil
-	dec := json.NewDecoder(strings.NewReader(run("list", "-o", "json", "unordered://s/jobs/")))
-	for dec.More() {
-		var row listing
-		if err := dec.Decode(&row); err != nil {
-			t.Fatal(err)
-		}
+	var doc struct{ Items []listItem }
+	if err := json.Unmarshal([]byte(run("list", "-o", "json", "unordered://s/jobs/")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range doc.Items {
 		got = append(got, row.Key)
 	}
 	if strings.Join(got, " ") != strings.Join(keys, " ") {
