@@ -90,6 +90,7 @@ holds it; 1 if there is no lease at the key.`
 func (c *cli) releaseCmd(fs *flagSet) action {
 	var lf leaseFlags
 	lf.addHolder(fs)
+	fs.require("holder")
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)
 		if err != nil {

@@ -49,6 +49,7 @@ empty standard input. --allow-empty allows both.`
 func addToken(fs *flagSet) *uint64 {
 	token := new(uint64)
 	fs.Uint64Var(token, "token", 0, "fencing `token` of the writer (e.g. $OBJLEASE_TOKEN)")
+	fs.require("token")
 	fs.checks = append(fs.checks, func() error {
 		if *token == 0 {
 			return errors.New("needs --token N (the fencing token, e.g. $OBJLEASE_TOKEN)")

@@ -21,6 +21,9 @@ type flagSet struct {
 	verbose bool
 	// checks run after parsing, for values one flag cannot judge alone.
 	checks []func() error
+	// required names the flags the command cannot run without (help
+	// shows them required, with no default).
+	required []string
 }
 
 func newFlagSet(cmd *command) *flagSet {
@@ -30,14 +33,13 @@ func newFlagSet(cmd *command) *flagSet {
 	return fs
 }
 
-// printUsage prints the command's help: synopsis, detail, flags, exit codes.
+// printUsage prints the command's help: synopsis, detail, flags, and where
+// the exit codes are.
 func (fs *flagSet) printUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: objlease %s %s\n\n%s\n", fs.cmd.name, fs.cmd.args, fs.cmd.detail)
 	fmt.Fprintf(w, "\nFlags (-flag and --flag are the same; flags may follow the URL):\n")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
-	fmt.Fprintf(w, "\n%s", exitCodesHelp())
+	fs.printFlags(w)
+	fmt.Fprintf(w, "\nExit codes: objlease help exit-codes\n")
 }
 
 // parse parses args, in which flags may come before or after positional

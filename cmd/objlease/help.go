@@ -15,6 +15,15 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
+// exitCodesSignals is what the exit-code table says of signals and of
+// run's command, which no error maps to.
+const exitCodesSignals = `  128+N  interrupted by signal N (130: SIGINT, 143: SIGTERM, 129: SIGHUP), every
+         command, hold too while it waits for the lease (it never held it);
+         hold once it holds the lease, and watch, exit 0: their normal end
+  other  run: the command's own exit status, or 128+N if it died of signal N
+`
+
+// exitCodesHelp is the table "objlease help exit-codes" prints.
 func exitCodesHelp() string {
 	var b strings.Builder
 	b.WriteString("Exit codes:\n")
@@ -29,8 +38,7 @@ func exitCodesHelp() string {
 	for _, row := range rows {
 		fmt.Fprintf(&b, "  %-4d %s\n", row.code, row.meaning)
 	}
-	b.WriteString("  other  run: the command's own exit status, or 128+N if it died of signal N;\n" +
-		"         any command interrupted by signal N (hold and watch: 0)\n")
+	b.WriteString(exitCodesSignals)
 	return b.String()
 }
 
@@ -61,8 +69,8 @@ URLs (schemes: %s):
   azblob://CONTAINER/KEY[?account=NAME]   Azure Blob Storage
 
 `, strings.Join(providers.Schemes(), ", "))
-	fmt.Fprint(w, exitCodesHelp())
-	fmt.Fprint(w, `
+	fmt.Fprint(w, `Exit codes: "objlease help exit-codes".
+
 Environment of run's command:
   OBJLEASE_TOKEN   the fencing token: stamp it on every write the lease protects
   OBJLEASE_HOLDER  the holder identity written in the record
@@ -70,8 +78,12 @@ Environment of run's command:
 `)
 }
 
-const helpDetail = `Prints the overview: commands, URLs and exit codes. With a COMMAND, prints
-that command's help and flags (as "objlease COMMAND -h" does).`
+const helpDetail = `Prints the overview: commands and URLs. With a COMMAND, prints that
+command's help and flags (as "objlease COMMAND -h" does); "objlease help
+exit-codes" prints the table of exit codes.`
+
+// exitCodesTopic is the help topic that is not a command.
+const exitCodesTopic = "exit-codes"
 
 func (c *cli) helpCmd(fs *flagSet) action {
 	return func(ctx context.Context, pos []string) error {
@@ -79,9 +91,13 @@ func (c *cli) helpCmd(fs *flagSet) action {
 			c.usage(c.stdout)
 			return nil
 		}
+		if len(pos) == 1 && pos[0] == exitCodesTopic {
+			_, err := io.WriteString(c.stdout, exitCodesHelp())
+			return err
+		}
 		cmd := lookup(pos[0])
 		if len(pos) > 1 || cmd == nil || cmd.hidden {
-			return usagef("help: unknown command %q (want one of %s)", strings.Join(pos, " "), commandNames())
+			return usagef("help: unknown command %q (want one of %s, or %s)", strings.Join(pos, " "), commandNames(), exitCodesTopic)
 		}
 		cfs := newFlagSet(cmd)
 		cmd.setup(c, cfs)

@@ -23,7 +23,9 @@ exits 76: whatever the script is doing is no longer covered.
   ./deploy --fencing-token "$token"
   kill "$COPROC_PID"; wait "$COPROC_PID"
 
-Not acquired within --timeout: exit 75.`
+Not acquired within --timeout: exit 75. A signal that arrives while it
+still waits for the lease ends the wait with 128+N (143 for SIGTERM): it
+never held the lease, so the script must not go on.`
 
 func (c *cli) holdCmd(fs *flagSet) action {
 	var lf leaseFlags
