@@ -195,8 +195,9 @@ func (c *cli) benchEnv() bench.Env {
 		}}
 }
 
-const completionDetail = `Prints a completion script for bash, zsh or fish: commands, their flags, and
-URL schemes.
+const completionDetail = `Prints a completion script for bash, zsh or fish: commands, their
+subcommands (batch put, ...), their flags, URL schemes, and paths after
+file://.
 
   source <(objlease completion bash)                                     # bash, e.g. in ~/.bashrc
   objlease completion zsh > "${fpath[1]}/_objlease"                       # zsh
@@ -264,22 +265,54 @@ func schemes() []string {
 	return out
 }
 
+// bashCompletion is the bash completion script (zsh runs it through
+// bashcompinit). bash splits words at ':' (COMP_WORDBREAKS), so the script
+// takes the word before the cursor from COMP_LINE, completes the whole
+// URL, and gives bash back the part after its own word break.
 func (c *cli) bashCompletion() string {
 	var b strings.Builder
-	b.WriteString("# objlease completion for bash (and zsh through bashcompinit)\n_objlease() {\n")
-	b.WriteString("  local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}\n")
+	b.WriteString(`# objlease completion for bash (and zsh through bashcompinit)
+_objlease() {
+  local word=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}
+  local cur=$word pre="" line
+  if [ -n "$COMP_LINE" ]; then
+    line=${COMP_LINE:0:COMP_POINT}
+    cur=${line##*[[:space:]]}
+    pre=${cur%"$word"}
+  fi
+  local flags subs f
+  COMPREPLY=()
+`)
 	fmt.Fprintf(&b, "  if [ \"$COMP_CWORD\" -eq 1 ]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); return; fi\n", strings.Join(visibleCommands(), " "))
-	b.WriteString("  local flags\n  case $cmd in\n")
+	b.WriteString("  case $cmd in\n")
 	fn := c.flagNames()
 	for _, name := range visibleCommands() {
-		fmt.Fprintf(&b, "    %s) flags=%q ;;\n", name, strings.Join(fn[name], " "))
+		fmt.Fprintf(&b, "    %s) flags=%q", name, strings.Join(fn[name], " "))
+		if cmd := lookup(name); len(cmd.subcommands) > 0 {
+			fmt.Fprintf(&b, "; subs=%q", strings.Join(cmd.subcommands, " "))
+		}
+		b.WriteString(" ;;\n")
 	}
 	b.WriteString("  esac\n")
-	b.WriteString("  case $cur in\n    -*) COMPREPLY=($(compgen -W \"$flags\" -- \"$cur\")) ;;\n")
-	b.WriteString("    file://*) compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -P file:// -f -- \"${cur#file://}\")) ;;\n")
-	fmt.Fprintf(&b, "    *) if [ \"$cmd\" = help ]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); else compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -W %q -- \"$cur\")); fi ;;\n",
-		strings.Join(visibleCommands(), " "), strings.Join(schemes(), " "))
-	b.WriteString("  esac\n}\ncomplete -F _objlease objlease\n")
+	fmt.Fprintf(&b, `  case $cur in
+    -*) COMPREPLY=($(compgen -W "$flags" -- "$cur")) ;;
+    file://*)
+      # Split at ':', bash is left with "//PATH", a path it can show and
+      # mark as a directory itself; otherwise the script marks directories.
+      compopt -o filenames 2>/dev/null
+      while IFS= read -r f; do
+        if [ -z "$pre" ] && [ -d "$f" ]; then f=$f/; compopt -o nospace 2>/dev/null; fi
+        COMPREPLY+=("file://$f")
+      done < <(compgen -f -- "${cur#file://}") ;;
+    *)
+      if [ -n "$subs" ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "$subs" -- "$cur"))
+      elif [ "$cmd" = help ]; then COMPREPLY=($(compgen -W %q -- "$cur"))
+      else compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -W %q -- "$cur")); fi ;;
+  esac
+  if [ -n "$pre" ]; then COMPREPLY=("${COMPREPLY[@]#"$pre"}"); fi
+}
+complete -F _objlease objlease
+`, strings.Join(append(visibleCommands(), exitCodesTopic), " "), strings.Join(schemes(), " "))
 	return b.String()
 }
 
@@ -301,6 +334,21 @@ func (c *cli) fishCompletion() string {
 			}
 		}
 	}
+	for _, name := range visibleCommands() {
+		if subs := lookup(name).subcommands; len(subs) > 0 {
+			fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s; and not __fish_seen_subcommand_from %s' -a '%s'\n",
+				name, strings.Join(subs, " "), strings.Join(subs, " "))
+		}
+	}
 	fmt.Fprintf(&b, "complete -c objlease -n 'not __fish_use_subcommand' -a %q -d 'store URL'\n", strings.Join(schemes(), " "))
+	b.WriteString(`function __objlease_file_urls
+    set -l t (commandline -ct)
+    string match -q 'file://*' -- $t; or return
+    for p in (__fish_complete_path (string replace -r '^file://' '' -- $t))
+        echo file://$p
+    end
+end
+complete -c objlease -n 'not __fish_use_subcommand' -a '(__objlease_file_urls)'
+`)
 	return b.String()
 }
