@@ -76,6 +76,9 @@ type command struct {
 	// the rest of the command line is a command to run, not parsed.
 	cmdAfter int
 	hidden   bool
+	// subcommands names the command's subcommands, its first positional
+	// argument (completion offers them after the command name).
+	subcommands []string
 }
 
 var commands []command
@@ -89,17 +92,17 @@ func init() {
 		{name: "release", args: "--holder HOLDER [flags] URL", summary: "release the lease held by HOLDER", detail: releaseDetail, setup: (*cli).releaseCmd},
 		{name: "inspect", args: "[-o json] [flags] URL", summary: "show the lease record at URL", detail: inspectDetail, setup: (*cli).inspectCmd},
 		{name: "list", args: "[-o json] [flags] PREFIX-URL", summary: "list the leases under a prefix", detail: listDetail, setup: (*cli).listCmd},
-		{name: "group", args: "[-o json] [flags] PREFIX-URL", summary: "show a shard group: its members and who owns each shard", detail: groupDetail, setup: (*cli).groupCmd},
+		{name: "group", args: "[show] [-o json|wide] [flags] PREFIX-URL | join [flags] PREFIX-URL -- COMMAND [ARGS...] | define PREFIX-URL ID...", summary: "show a shard group, join it running a command per owned shard, or define its shards", detail: groupDetail, setup: (*cli).groupCmd, cmdAfter: 2, subcommands: []string{"show", "join", "define"}},
 		{name: "watch", args: "[flags] URL|PREFIX-URL", summary: "print a line for every change to a lease or the leases under a prefix", detail: watchDetail, setup: (*cli).watchCmd},
 		{name: "break", args: "--force [--min-token N] [--fenced KEY]... URL", summary: "end the lease whoever holds it", detail: breakDetail, setup: (*cli).breakCmd},
 		{name: "put", args: "--token N [flags] URL < DATA", summary: "write stdin to an object, fenced by a token", detail: putDetail, setup: (*cli).putCmd},
 		{name: "rm", args: "--token N [flags] URL", summary: "delete an object, fenced by a token", detail: rmDetail, setup: (*cli).rmCmd},
-		{name: "batch", args: "put|commit|show [flags] PREFIX-URL [NAME]", summary: "write and commit a guarded output prefix", detail: batchDetail, setup: (*cli).batchCmd},
+		{name: "batch", args: "put|commit|show [flags] PREFIX-URL [NAME]", summary: "write and commit a guarded output prefix", detail: batchDetail, setup: (*cli).batchCmd, subcommands: []string{"put", "commit", "show"}},
 		{name: "doctor", args: "[-o json] PREFIX-URL", summary: "check that a store enforces conditional writes", detail: doctorDetail, setup: (*cli).doctorCmd},
 		{name: "bench", args: "[flags] PREFIX-URL", summary: "measure latency, cost, contention and failover on a store", detail: benchDetail, setup: (*cli).benchCmd},
 		{name: benchHolderCmd, hidden: true, setup: (*cli).benchHolderCmd},
 		{name: superviseCmd, hidden: true, setup: (*cli).superviseCmd},
-		{name: "completion", args: "bash|zsh|fish", summary: "print a shell completion script", detail: completionDetail, setup: (*cli).completionCmd},
+		{name: "completion", args: "bash|zsh|fish", summary: "print a shell completion script", detail: completionDetail, setup: (*cli).completionCmd, subcommands: []string{"bash", "zsh", "fish"}},
 		{name: "help", args: "[COMMAND]", summary: "show this help, or a command's", detail: helpDetail, setup: (*cli).helpCmd},
 		{name: "version", args: "", summary: "print the version", detail: versionDetail, setup: (*cli).versionCmd},
 	}
