@@ -75,7 +75,8 @@ type groupList struct {
 	Items []groupRow `json:"items"`
 }
 
-// groupFlags are the flags of the group subcommands, and which take each.
+// groupFlags are the flags of the group subcommands, and which take each
+// (-v: all).
 var groupFlags = map[string][]string{
 	"o": {"show"}, "no-headers": {"show"}, "drift": {"show", "join"}, "store-clock": {"show", "join"},
 	"ttl": {"join", "define"}, "member": {"join"}, "grace": {"join"},
@@ -117,7 +118,7 @@ func (c *cli) groupCmd(fs *flagSet) action {
 		}
 		var bad error
 		fs.Visit(func(f *flag.Flag) {
-			if subs := groupFlags[f.Name]; bad == nil && !slices.Contains(subs, sub) {
+			if subs, ok := groupFlags[f.Name]; ok && bad == nil && !slices.Contains(subs, sub) {
 				bad = usagef("group %s does not take -%s (a flag of group %s)", sub, f.Name, strings.Join(subs, ", "))
 			}
 		})
