@@ -224,12 +224,17 @@ func (c *cli) bashCompletion() string {
 	b.WriteString("# objlease completion for bash (and zsh through bashcompinit)\n_objlease() {\n")
 	b.WriteString("  local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}\n")
 	fmt.Fprintf(&b, "  if [ \"$COMP_CWORD\" -eq 1 ]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); return; fi\n", strings.Join(visibleCommands(), " "))
-	b.WriteString("  local flags\n  case $cmd in\n")
+	b.WriteString("  local flags subs\n  case $cmd in\n")
 	fn := c.flagNames()
 	for _, name := range visibleCommands() {
-		fmt.Fprintf(&b, "    %s) flags=%q ;;\n", name, strings.Join(fn[name], " "))
+		fmt.Fprintf(&b, "    %s) flags=%q", name, strings.Join(fn[name], " "))
+		if subs := lookup(name).subcommands; len(subs) > 0 {
+			fmt.Fprintf(&b, "; subs=%q", strings.Join(subs, " "))
+		}
+		b.WriteString(" ;;\n")
 	}
 	b.WriteString("  esac\n")
+	b.WriteString("  if [ \"$COMP_CWORD\" -eq 2 ] && [ -n \"$subs\" ] && [[ $cur != -* ]]; then COMPREPLY=($(compgen -W \"$subs\" -- \"$cur\")); [ ${#COMPREPLY[@]} -gt 0 ] && return; fi\n")
 	b.WriteString("  case $cur in\n    -*) COMPREPLY=($(compgen -W \"$flags\" -- \"$cur\")) ;;\n")
 	b.WriteString("    file://*) compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -P file:// -f -- \"${cur#file://}\")) ;;\n")
 	fmt.Fprintf(&b, "    *) if [ \"$cmd\" = help ]; then COMPREPLY=($(compgen -W %q -- \"$cur\")); else compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -W %q -- \"$cur\")); fi ;;\n",
@@ -248,6 +253,9 @@ func (c *cli) fishCompletion() string {
 	}
 	fn := c.flagNames()
 	for _, name := range visibleCommands() {
+		if subs := lookup(name).subcommands; len(subs) > 0 {
+			fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -a %q\n", name, strings.Join(subs, " "))
+		}
 		for _, f := range fn[name] {
 			if long, ok := strings.CutPrefix(f, "--"); ok {
 				fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -l %s\n", name, long)
