@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -11,103 +14,313 @@ import (
 	"github.com/objlease/objlease/objlease/shard"
 )
 
-const groupDetail = `Shows a shard group (package objlease/shard) at PREFIX-URL: its members,
-from the heartbeat records under PREFIX/members/, and who owns each shard,
-from the lease records under PREFIX/shards/, with since when (the owner's
-acquisition), its fencing token, and when this observer could take it over.
-State and expiry are as for list, judged by the rule inspect applies with the
-same flags: held, released (free), or expired (with --store-clock, by the
-store's clock). Each record is an ordinary lease: objlease inspect works on
-PREFIX/shards/ID.
+const groupDetail = `Shard groups (package objlease/shard): members share a set of shards,
+each shard a lease under PREFIX/shards/ID, each member a heartbeat lease
+under PREFIX/members/NAME. Each record is an ordinary lease: objlease
+inspect works on PREFIX/shards/ID.
 
-With -o json it prints one JSON object per line with the fields kind
-(member or shard), name, key, state, token, holder, since, ttl_ms, age_ms,
-age_clock and expires_in_ms.
+group show PREFIX-URL (or group PREFIX-URL) shows the members and the
+shards. A member is live while its heartbeat is held and renewed; expired
+once its last write is older than its TTL × (1 + drift) (it missed every
+renewal), or once this observer may take it over (--store-clock: by the
+store's clock); left once it released its membership. LAST SEEN is the
+age of its heartbeat's last write (by the store's clock where the store
+reports one, else by the writer's). A shard is held by a live member, or
+free: released, never taken, expired, or owned by a member that is not
+live (OWNER then says why). A worker takes a free shard once the shard's
+own lease has expired for it. -o json prints one document
+{"kind":"GroupList","items":[...]}, each item with kind (member or shard),
+name, key, state, status, token, holder, since, ttl_ms, age_ms, age_clock
+and expires_in_ms; -o wide adds columns; --no-headers drops the headers.
 
-Exits 69 if the listing, or reading a record, failed.`
+group define PREFIX-URL ID... creates the records of shards that do not
+exist yet, released (free), so that workers find them; existing shards are
+left as they are. A worker's shard set is the records under PREFIX/shards/.
 
-// groupRow is one line of group's JSON output.
+group join [--member NAME] PREFIX-URL -- COMMAND [ARGS...] joins the group
+as NAME (default HOST/PID/RANDOM, as run's holder) and, for each shard it
+comes to own, runs COMMAND as a child process with OBJLEASE_SHARD (the
+shard id), OBJLEASE_TOKEN (the shard lease's fencing token),
+OBJLEASE_HOLDER (the member) and OBJLEASE_URL (PREFIX-URL) in its
+environment, stdin /dev/null, stdout and stderr join's. When the shard is
+handed to another member (rebalancing) or its lease is lost, COMMAND gets
+SIGTERM, SIGKILL after --grace (on Linux: with everything it started, as
+under run), and the shard is released only once COMMAND has exited.
+If COMMAND exits 0 the shard is done: it is kept, and COMMAND not run
+again, until the shard moves (a new owner runs it again: make it
+idempotent, fence its writes with the token). If it exits non-zero or dies
+of a signal it is run again after a back-off (1s, doubling to 1m), the
+shard kept. SIGINT, SIGTERM or SIGHUP make join leave: every COMMAND is
+stopped as above, the shards and the membership are released at once, and
+join exits 128+N. A COMMAND that cannot be found exits 127 before joining.
+
+Exits 69 if the listing, or reading a record, failed; 78 if the bucket is
+missing or the credentials are refused.`
+
+// groupRow is one item of group show's JSON output.
 type groupRow struct {
 	Kind string `json:"kind"`
 	Name string `json:"name"`
 	listing
-	Since *time.Time `json:"since"` // null while free
+	// Status is live, expired or left for a member; held or free for a
+	// shard.
+	Status string     `json:"status"`
+	Reason string     `json:"reason,omitempty"` // why a shard is free, or a member expired
+	Since  *time.Time `json:"since"`            // null while free
 }
 
+// groupList is group show's JSON document.
+type groupList struct {
+	Kind  string     `json:"kind"`
+	Items []groupRow `json:"items"`
+}
+
+// groupFlags are the flags of the group subcommands, and which take each
+// (-v: all).
+var groupFlags = map[string][]string{
+	"o": {"show"}, "no-headers": {"show"}, "drift": {"show", "join"}, "store-clock": {"show", "join"},
+	"ttl": {"join", "define"}, "member": {"join"}, "grace": {"join"},
+}
+
+// groupCmd runs the group subcommands. Its flags are the union of theirs;
+// each subcommand refuses the ones it does not take.
 func (c *cli) groupCmd(fs *flagSet) action {
 	var lf leaseFlags
+	lf.addTTL(fs)
 	lf.addDrift(fs)
 	lf.addStoreClock(fs)
-	asJSON := addOutput(fs)
+	member := fs.String("member", "", "join: the member's `name` in the group, and the holder of its leases (default HOST/PID/RANDOM)")
+	grace := 10 * time.Second
+	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "join: how long a shard's command has between SIGTERM and SIGKILL, as a `duration` (default 10s)")
+	format := ""
+	fs.Func("o", "show: output `format`: text, json or wide (default text)", func(s string) error {
+		switch s {
+		case "text", "json", "wide":
+			format = s
+			return nil
+		}
+		return fmt.Errorf("want text, json or wide")
+	})
+	noHeaders := fs.Bool("no-headers", false, "show: print the tables without their header lines")
+	fs.checks = append(fs.checks, func() error {
+		if *member == "" {
+			return nil
+		}
+		if err := objlease.CheckHolder(*member); err != nil {
+			return errors.New("--member: " + strings.TrimPrefix(err.Error(), objlease.ErrInvalidOptions.Error()+": "))
+		}
+		return nil
+	})
 	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
+		sub := "show"
+		if len(pos) > 0 && slices.Contains(fs.cmd.subcommands, pos[0]) {
+			sub, pos = pos[0], pos[1:]
 		}
-		store, prefix, err := c.open(ctx, url, false)
-		if err != nil {
-			return opErr("group", url, err)
-		}
-		defer store.Close()
-		v, err := shard.Describe(ctx, store, prefix)
-		if err != nil {
-			return opErr("group", url, err)
-		}
-		var rows []groupRow
-		add := func(kind string, es []shard.Entry) error {
-			for _, e := range es {
-				l, err := c.judged(store, &lf, e.Key, e.Record, e.Attrs)
-				var re *objlease.RecordError
-				if errors.As(err, &re) {
-					continue // not a lease record after all (a fenced object)
-				} else if err != nil {
-					return err
-				}
-				row := groupRow{Kind: kind, Name: e.Name, Since: &e.Record.AcquiredAt, listing: *l}
-				if e.Record.State == objlease.StateReleased {
-					row.Holder, row.Since = "", nil
-				}
-				rows = append(rows, row)
+		var bad error
+		fs.Visit(func(f *flag.Flag) {
+			if subs, ok := groupFlags[f.Name]; ok && bad == nil && !slices.Contains(subs, sub) {
+				bad = usagef("group %s does not take -%s (a flag of group %s)", sub, f.Name, strings.Join(subs, ", "))
 			}
-			return nil
+		})
+		if bad != nil {
+			return bad
 		}
-		if err := add("member", v.Members); err != nil {
-			return opErr("group", url, err)
-		}
-		if err := add("shard", v.Shards); err != nil {
-			return opErr("group", url, err)
-		}
-		if *asJSON {
-			for _, r := range rows {
-				if err := c.printJSON(r); err != nil {
-					return err
-				}
+		switch sub {
+		case "join":
+			if len(pos) < 3 || pos[1] != "--" {
+				return usagef("group join needs a URL and a command: objlease group join [flags] PREFIX-URL -- COMMAND [ARGS...]")
 			}
-			return nil
-		}
-		owned := map[string]int{}
-		for _, r := range rows {
-			if r.Kind == "shard" && r.State == string(objlease.StateHeld) {
-				owned[r.Holder]++
+			lf.holder = *member
+			return c.groupJoin(ctx, &lf, pos[0], pos[2:], grace)
+		case "define":
+			if len(pos) >= 2 && pos[1] == "--" {
+				pos = append(pos[:1], pos[2:]...)
 			}
-		}
-		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "MEMBER\tSTATE\tSHARDS\tAGE\tEXPIRES")
-		for _, r := range rows {
-			if r.Kind == "member" {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", r.Name, r.State, owned[r.Holder], humanAge(time.Duration(r.AgeMillis)*time.Millisecond), expiryText(&r.listing))
+			if len(pos) < 2 {
+				return usagef("group define needs a URL and shard ids: objlease group define PREFIX-URL ID...")
 			}
+			return c.groupDefine(ctx, &lf, pos[0], pos[1:])
 		}
-		fmt.Fprintln(w, "\nSHARD\tSTATE\tTOKEN\tOWNER\tSINCE\tEXPIRES")
-		for _, r := range rows {
-			if r.Kind == "shard" {
-				since := "-"
-				if r.Since != nil && !r.Since.IsZero() {
-					since = r.Since.UTC().Format(time.RFC3339)
-				}
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", r.Name, r.State, r.Token, showHolder(r.Holder), since, expiryText(&r.listing))
+		if len(pos) == 3 && pos[1] == "--" {
+			pos = []string{pos[0], pos[2]}
+		}
+		if len(pos) != 1 {
+			return usagef("group show takes one PREFIX-URL, got %d arguments %q; see objlease help group", len(pos), pos)
+		}
+		return c.groupShow(ctx, &lf, pos[0], format, *noHeaders)
+	}
+}
+
+// groupDefine creates the free records of the shards ids that do not exist.
+func (c *cli) groupDefine(ctx context.Context, lf *leaseFlags, url string, ids []string) error {
+	for _, id := range ids {
+		if id == "" || strings.HasPrefix(id, "/") || strings.HasSuffix(id, "/") || strings.Contains(id, "//") {
+			return usagef("group define %s: shard id %q: want a non-empty name, without leading, trailing or double slashes", url, id)
+		}
+	}
+	store, prefix, err := c.open(ctx, url, false)
+	if err != nil {
+		return opErr("group define", url, err)
+	}
+	defer store.Close()
+	return opErr("group define", url, shard.Define(ctx, store, prefix, lf.options(c.log), ids...))
+}
+
+// groupShow prints the group at url.
+func (c *cli) groupShow(ctx context.Context, lf *leaseFlags, url, format string, noHeaders bool) error {
+	store, prefix, err := c.open(ctx, url, false)
+	if err != nil {
+		return opErr("group", url, err)
+	}
+	defer store.Close()
+	v, err := shard.Describe(ctx, store, prefix)
+	if err != nil {
+		return opErr("group", url, err)
+	}
+	var rows []groupRow
+	add := func(kind string, es []shard.Entry) error {
+		for _, e := range es {
+			l, err := c.judged(store, lf, e.Key, e.Record, e.Attrs)
+			var re *objlease.RecordError
+			if errors.As(err, &re) {
+				continue // not a lease record after all (a fenced object)
+			} else if err != nil {
+				return err
 			}
+			row := groupRow{Kind: kind, Name: e.Name, Since: &e.Record.AcquiredAt, listing: *l}
+			if e.Record.State == objlease.StateReleased {
+				row.Holder, row.Since = "", nil
+			}
+			rows = append(rows, row)
 		}
-		return w.Flush()
+		return nil
+	}
+	if err := add("member", v.Members); err != nil {
+		return opErr("group", url, err)
+	}
+	if err := add("shard", v.Shards); err != nil {
+		return opErr("group", url, err)
+	}
+	judgeGroup(rows, lf.drift)
+	if format == "json" {
+		if rows == nil {
+			rows = []groupRow{}
+		}
+		return c.printJSON(groupList{Kind: "GroupList", Items: rows})
+	}
+	owned := map[string]int{}
+	for _, r := range rows {
+		if r.Kind == "shard" && r.Status == "held" {
+			owned[r.Holder]++
+		}
+	}
+	wide := format == "wide"
+	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	if !noHeaders {
+		if wide {
+			fmt.Fprintln(w, "MEMBER\tSTATE\tSHARDS\tLAST SEEN\tTOKEN\tTTL\tRECORD\tEXPIRES")
+		} else {
+			fmt.Fprintln(w, "MEMBER\tSTATE\tSHARDS\tLAST SEEN")
+		}
+	}
+	for _, r := range rows {
+		if r.Kind != "member" {
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s", r.Name, r.Status, owned[r.Holder], lastSeen(&r.listing))
+		if wide {
+			fmt.Fprintf(w, "\t%d\t%s\t%s\t%s", r.Token, humanAge(time.Duration(r.TTLMillis)*time.Millisecond), r.State, expiryText(&r.listing))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+	if !noHeaders {
+		if wide {
+			fmt.Fprintln(w, "SHARD\tSTATE\tTOKEN\tOWNER\tSINCE\tEXPIRES\tLAST WRITE\tTTL\tRECORD\tHOLDER")
+		} else {
+			fmt.Fprintln(w, "SHARD\tSTATE\tTOKEN\tOWNER\tSINCE\tEXPIRES")
+		}
+	}
+	for _, r := range rows {
+		if r.Kind != "shard" {
+			continue
+		}
+		since := "-"
+		if r.Since != nil && !r.Since.IsZero() {
+			since = stamp(*r.Since)
+		}
+		owner := "-"
+		if r.Status == "held" {
+			owner = showHolder(r.Holder)
+		} else if r.Holder != "" {
+			owner = showHolder(r.Holder) + " (" + r.Reason + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s", r.Name, r.Status, r.Token, owner, since, expiryText(&r.listing))
+		if wide {
+			fmt.Fprintf(w, "\t%s\t%s\t%s\t%s", lastSeen(&r.listing), humanAge(time.Duration(r.TTLMillis)*time.Millisecond), r.State, showHolder(r.Holder))
+		}
+		fmt.Fprintln(w)
+	}
+	return opErr("group", url, w.Flush())
+}
+
+// lastSeen is how long ago a record was last written, and by whose clock
+// when not the store's.
+func lastSeen(l *listing) string {
+	s := humanAge(time.Duration(l.AgeMillis)*time.Millisecond) + " ago"
+	if l.AgeClock != "store" {
+		s += " (writer)"
+	}
+	return s
+}
+
+// judgeGroup sets each row's Status and Reason: a member is live, expired
+// or left; a shard is held (by a live member) or free. A held record whose
+// last write is older than its TTL × (1 + drift) has missed every renewal
+// its holder should have made: it is shown expired although one look
+// cannot yet let a worker take it over.
+func judgeGroup(rows []groupRow, drift float64) {
+	overdue := func(r *groupRow) bool {
+		ttl := time.Duration(r.TTLMillis) * time.Millisecond
+		return time.Duration(r.AgeMillis)*time.Millisecond > time.Duration(float64(ttl)*(1+drift))
+	}
+	live := map[string]string{} // holder -> member status
+	for i := range rows {
+		r := &rows[i]
+		if r.Kind != "member" {
+			continue
+		}
+		switch {
+		case r.State == string(objlease.StateReleased):
+			r.Status, r.Reason = "left", "released"
+		case r.State == "expired":
+			r.Status, r.Reason = "expired", "expired"
+		case overdue(r):
+			r.Status, r.Reason = "expired", "not renewed within its TTL"
+		default:
+			r.Status = "live"
+		}
+		if r.Holder != "" {
+			live[r.Holder] = r.Status
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.Kind != "shard" {
+			continue
+		}
+		r.Status = "free"
+		switch {
+		case r.State == string(objlease.StateReleased):
+			r.Reason = "released"
+		case r.State == "expired" || overdue(r):
+			r.Reason = "expired"
+		case live[r.Holder] == "live":
+			r.Status = "held"
+		case live[r.Holder] == "":
+			r.Reason = "not a member"
+		default:
+			r.Reason = "member " + live[r.Holder]
+		}
 	}
 }

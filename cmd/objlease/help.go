@@ -326,6 +326,9 @@ func (c *cli) fishCompletion() string {
 	}
 	fn := c.flagNames()
 	for _, name := range visibleCommands() {
+		if subs := lookup(name).subcommands; len(subs) > 0 {
+			fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -a %q\n", name, strings.Join(subs, " "))
+		}
 		for _, f := range fn[name] {
 			if long, ok := strings.CutPrefix(f, "--"); ok {
 				fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -l %s\n", name, long)

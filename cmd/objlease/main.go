@@ -92,7 +92,7 @@ func init() {
 		{name: "release", args: "--holder HOLDER [flags] URL", summary: "release the lease held by HOLDER", detail: releaseDetail, setup: (*cli).releaseCmd},
 		{name: "inspect", args: "[-o json] [flags] URL", summary: "show the lease record at URL", detail: inspectDetail, setup: (*cli).inspectCmd},
 		{name: "list", args: "[-o json|wide] [--no-headers] [flags] PREFIX-URL", summary: "list the leases under a prefix", detail: listDetail, setup: (*cli).listCmd},
-		{name: "group", args: "[-o json] [flags] PREFIX-URL", summary: "show a shard group: its members and who owns each shard", detail: groupDetail, setup: (*cli).groupCmd},
+		{name: "group", args: "[show] [-o json|wide] [flags] PREFIX-URL | join [flags] PREFIX-URL -- COMMAND [ARGS...] | define PREFIX-URL ID...", summary: "show a shard group, join it running a command per owned shard, or define its shards", detail: groupDetail, setup: (*cli).groupCmd, cmdAfter: 2, subcommands: []string{"show", "join", "define"}},
 		{name: "watch", args: "[flags] URL|PREFIX-URL", summary: "print a line for every change to a lease or the leases under a prefix", detail: watchDetail, setup: (*cli).watchCmd},
 		{name: "break", args: "--force [--min-token N] [--fenced KEY]... URL", summary: "end the lease whoever holds it", detail: breakDetail, setup: (*cli).breakCmd},
 		{name: "put", args: "--token N [flags] URL < DATA", summary: "write stdin to an object, fenced by a token", detail: putDetail, setup: (*cli).putCmd},

@@ -13,14 +13,15 @@ import (
 )
 
 // startInGroup makes cmd start in a process group of its own, so that
-// signals reach whatever it starts too (a shell script's children). If run
-// holds the terminal, the group gets it, so that the command can read from
-// it; the returned function takes it back once the command has exited.
-func startInGroup(cmd *exec.Cmd) (giveBack func()) {
+// signals reach whatever it starts too (a shell script's children). If tty
+// is set and run holds the terminal, the group gets it, so that the command
+// can read from it; the returned function takes it back once the command
+// has exited.
+func startInGroup(cmd *exec.Cmd, tty bool) (giveBack func()) {
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	setDeathSignal(attr)
 	giveBack = func() {}
-	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil && fg == syscall.Getpgrp() {
+	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); tty && err == nil && fg == syscall.Getpgrp() {
 		attr.Foreground, attr.Ctty = true, 0 // Ctty is the child's fd 0, its stdin
 		giveBack = func() {
 			// A background process that takes the terminal gets SIGTTOU.

@@ -186,11 +186,7 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string, allowEmpty bool, env ...string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
-	cmd.Env = append(os.Environ(),
-		"OBJLEASE_TOKEN="+strconv.FormatUint(l.Token(), 10),
-		"OBJLEASE_HOLDER="+l.Holder(),
-		"OBJLEASE_URL="+url)
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = append(leaseEnv(url, l), env...)
 	if commit != "" {
 		cmd.Env = append(cmd.Env, "OBJLEASE_COMMIT_URL="+commit)
 	}
@@ -241,11 +237,25 @@ func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace tim
 			kill = timer.C
 		case <-kill:
 			kill = nil
-			c.log.Error(fmt.Sprintf("command still running after --grace %v; sending SIGKILL", grace))
-			if err := t.kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-				c.log.Warn("cannot kill the command", slog.Any("err", err))
-			}
+			c.kill(t, grace)
 		}
+	}
+}
+
+// leaseEnv is the environment of a command run under l: this process's,
+// and the lease's token, holder and url.
+func leaseEnv(url string, l *objlease.Lease) []string {
+	return append(os.Environ(),
+		"OBJLEASE_TOKEN="+strconv.FormatUint(l.Token(), 10),
+		"OBJLEASE_HOLDER="+l.Holder(),
+		"OBJLEASE_URL="+url)
+}
+
+// kill kills t, still running --grace after it was sent SIGTERM.
+func (c *cli) kill(t task, grace time.Duration) {
+	c.log.Error(fmt.Sprintf("command still running after --grace %v; sending SIGKILL", grace))
+	if err := t.kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		c.log.Warn("cannot kill the command", slog.Any("err", err))
 	}
 }
 
@@ -284,9 +294,9 @@ type direct struct {
 }
 
 // startDirect starts cmd in a process group of its own, given the
-// terminal if run has it.
-func startDirect(cmd *exec.Cmd) (task, error) {
-	giveBack := startInGroup(cmd)
+// terminal if run has it and tty is set.
+func startDirect(cmd *exec.Cmd, tty bool) (task, error) {
+	giveBack := startInGroup(cmd, tty)
 	exited, err := spawn(cmd)
 	if err != nil {
 		giveBack() // the child may have taken it before exec failed

@@ -60,11 +60,17 @@ type supervised struct {
 // set) under a supervisor. A command that cannot be started is found out
 // before it, or reported by it once it has exited.
 func startCommand(cmd *exec.Cmd, grace time.Duration) (task, error) {
+	return startTask(cmd, grace, true)
+}
+
+// startTask is startCommand; with tty false the command is never given
+// the terminal (group join runs several at once, none in the foreground).
+func startTask(cmd *exec.Cmd, grace time.Duration, tty bool) (task, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err // not found on $PATH
 	}
 	args := []string{os.Args[0], superviseCmd, "--grace", grace.String(), "--parent", strconv.Itoa(os.Getpid())}
-	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil && fg == syscall.Getpgrp() {
+	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); tty && err == nil && fg == syscall.Getpgrp() {
 		args = append(args, "--tty", strconv.Itoa(fg))
 	}
 	r, w, err := os.Pipe()

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/shard"
+)
+
+// Back-off before a shard's command that failed is run again.
+const (
+	shardRestartMin = time.Second
+	shardRestartMax = time.Minute
+)
+
+// groupJoin joins the group at url as lf.holder and runs argv for each
+// shard it owns, until a signal ends ctx or an error waiting cannot cure.
+func (c *cli) groupJoin(ctx context.Context, lf *leaseFlags, url string, argv []string, grace time.Duration) error {
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		sentinel := errCannotStart
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			sentinel = errNotFound
+		}
+		return fmt.Errorf("group join %s: cannot start %s: %w (%w)", url, argv[0], sentinel, err)
+	}
+	store, prefix, err := c.open(ctx, url, false)
+	if err != nil {
+		return opErr("group join", url, err)
+	}
+	defer store.Close()
+	opts := lf.options(c.log)
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	if err != nil {
+		return opErr("group join", url, err)
+	}
+	opts.Clock = nil
+	w, err := shard.New(sess, shard.Config{Prefix: prefix, Member: lf.holder, Options: opts,
+		Work: func(ctx context.Context, s *shard.Shard) { c.shardWork(ctx, url, s, argv, grace) }})
+	if err != nil {
+		return opErr("group join", url, err)
+	}
+	c.log.Info("joining the group", slog.String("member", w.Member()))
+	if err := w.Run(ctx); err != nil {
+		return opErr("group join", url, err)
+	}
+	c.log.Info("left the group", slog.String("member", w.Member()))
+	if i, ok := interrupted(ctx); ok {
+		return opErr("group join", url, i)
+	}
+	return nil
+}
+
+// shardWork runs argv for shard s until ctx ends (the shard is handed over,
+// its lease lost, or the worker leaves), then stops it: SIGTERM, SIGKILL
+// after grace. A command that exits 0 has done the shard and is not run
+// again; one that fails is run again after a back-off.
+func (c *cli) shardWork(ctx context.Context, url string, s *shard.Shard, argv []string, grace time.Duration) {
+	log := c.log.With(slog.String("shard", s.ID), slog.Uint64("token", s.Token()))
+	backoff := shardRestartMin
+	for {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stdout, cmd.Stderr = c.stdout, c.stderr // stdin: /dev/null
+		cmd.Env = append(leaseEnv(url, s.Lease), "OBJLEASE_SHARD="+s.ID)
+		t, err := startTask(cmd, grace, false)
+		if err == nil {
+			log.Info("shard command started", slog.Int("pid", t.pid()))
+			select {
+			case <-t.done():
+				var status int
+				var how string
+				status, how, err = t.ended()
+				if err == nil && status == 0 {
+					log.Info("shard command exited 0: the shard is done; it is kept, and the command not run again, until the shard moves")
+					<-ctx.Done()
+					return
+				}
+				if err == nil {
+					log.Warn(fmt.Sprintf("shard command failed (%s); running it again in %v", how, backoff))
+				}
+			case <-ctx.Done():
+				c.stopShard(ctx, log, s, t, grace)
+				return
+			}
+		}
+		if err != nil {
+			log.Error(fmt.Sprintf("cannot start %s: %v; trying again in %v", argv[0], err, backoff))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, shardRestartMax)
+	}
+}
+
+// stopShard stops t, the command of shard s, whose context ctx has ended:
+// SIGTERM to its process group, SIGKILL after grace; it returns once the
+// command has exited.
+func (c *cli) stopShard(ctx context.Context, log *slog.Logger, s *shard.Shard, t task, grace time.Duration) {
+	if err := s.Lease.Err(); err != nil {
+		log.Error(fmt.Sprintf("shard %s lost: %s; sending SIGTERM to its command (SIGKILL after --grace %v)", s.ID, reason(err, ""), grace))
+	} else {
+		log.Info(fmt.Sprintf("handing shard %s over: sending SIGTERM to its command (SIGKILL after --grace %v)", s.ID, grace), slog.Any("why", context.Cause(ctx)))
+	}
+	c.signal(t, syscall.SIGTERM)
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-t.done():
+	case <-timer.C:
+		c.kill(t, grace)
+		<-t.done()
+	}
+	if _, how, err := t.ended(); err == nil {
+		log.Info("shard command stopped (" + how + ")")
+	}
+}
