@@ -44,7 +44,7 @@ func acquired(url string, l *objlease.Lease) acquisition {
 }
 
 // addTakeFlags registers the flags of the commands that take a lease.
-func addTakeFlags(fs *flagSet, lf *leaseFlags) *waitFlag {
+func (c *cli) addTakeFlags(fs *flagSet, lf *leaseFlags) *waitFlag {
 	lf.addTTL(fs)
 	lf.addHolder(fs)
 	lf.addDrift(fs)
@@ -52,12 +52,13 @@ func addTakeFlags(fs *flagSet, lf *leaseFlags) *waitFlag {
 	lf.addForce(fs, "overwrite an object at the key that is not an objlease record, once it has been seen unchanged for its TTL, with a token above the highest one it, --min-token or --fenced shows (refused if none shows one)")
 	lf.addTokenFloor(fs)
 	lf.addPoll(fs, 0, "read the record every `duration` while it is held elsewhere, at most TTL/3 (default: on the holder's renewal phase, once per renewal interval TTL/3, just after each renewal lands; with --slots, every 1s)")
+	c.addConflictExit(fs)
 	return addTimeout(fs)
 }
 
 func (c *cli) acquireCmd(fs *flagSet) action {
 	var lf leaseFlags
-	timeout := addTakeFlags(fs, &lf)
+	timeout := c.addTakeFlags(fs, &lf)
 	asJSON := addOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)

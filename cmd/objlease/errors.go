@@ -41,6 +41,8 @@ var (
 const (
 	exitUsage = 64
 	exitLost  = 76
+	// exitHeld: not acquired, held elsewhere; -E replaces it.
+	exitHeld = 75
 )
 
 // exitCodes is the one mapping from errors to exit codes; docs/cli.md has

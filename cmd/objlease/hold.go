@@ -27,7 +27,7 @@ Not acquired within --timeout: exit 75.`
 
 func (c *cli) holdCmd(fs *flagSet) action {
 	var lf leaseFlags
-	timeout := addTakeFlags(fs, &lf)
+	timeout := c.addTakeFlags(fs, &lf)
 	asJSON := addOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)

@@ -24,8 +24,9 @@ background, releases it when COMMAND exits, and exits with COMMAND's exit
 status (128+N if COMMAND died of signal N). Like flock(1), run writes nothing
 of its own to stdout: stdin, stdout and stderr are COMMAND's.
 
---timeout: by default run waits as long as it takes; with --timeout 0 it
-tries once; with --timeout D it gives up after D. Not acquired: exit 75.
+--timeout: by default run waits as long as it takes; with --timeout 0 (or
+flock's -n) it tries once; with --timeout D (or -w SECONDS) it gives up
+after D. Not acquired: exit 75, or -E CODE's.
 A store that cannot be reached is retried with backoff (exit 69 if
 --timeout ends the wait then); a missing bucket or refused credentials end
 it at once (exit 78).
@@ -75,7 +76,7 @@ unfenced, once the lease expires: stamp its writes with the token.`
 
 func (c *cli) runCmd(fs *flagSet) action {
 	var lf leaseFlags
-	timeout := addTakeFlags(fs, &lf)
+	timeout := c.addTakeFlags(fs, &lf)
 	grace := 10 * time.Second
 	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "after the lease is lost, how long the command has between SIGTERM and SIGKILL, as a `duration` (default 10s); on Linux also what the command left running once it exited")
 	commit := fs.String("commit", "", "guarded `PREFIX-URL` to commit when the command exits 0: the command writes with \"objlease batch put --token $OBJLEASE_TOKEN $OBJLEASE_COMMIT_URL NAME\"")
@@ -164,7 +165,7 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 	case timeout.set && timeout.d == 0:
 		sl, err = sem.TryAcquire(ctx)
 	case timeout.set:
-		tctx, cancel := context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within --timeout %v", errNotAcquired, timeout.d))
+		tctx, cancel := context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within %s", errNotAcquired, timeout))
 		defer cancel()
 		sl, err = sem.Acquire(tctx)
 		var held *objlease.HeldError

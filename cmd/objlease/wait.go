@@ -30,13 +30,13 @@ const waitReport = 10 * time.Second
 // (after which such a write has expired).
 func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
 	if timeout.set && timeout.d == 0 {
-		ctx, cancel := context.WithTimeoutCause(ctx, cl.Options().TTL, fmt.Errorf("%w: the outcome of the one attempt of --timeout 0 stayed unknown for the lease's TTL", errNotAcquired))
+		ctx, cancel := context.WithTimeoutCause(ctx, cl.Options().TTL, fmt.Errorf("%w: the outcome of the one attempt of %s stayed unknown for the lease's TTL", errNotAcquired, timeout))
 		defer cancel()
 		return cl.TryAcquire(ctx)
 	}
 	if timeout.set {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within --timeout %v", errNotAcquired, timeout.d))
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within %s", errNotAcquired, timeout))
 		defer cancel()
 	}
 	var last *objlease.HeldError
