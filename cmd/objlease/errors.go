@@ -136,7 +136,7 @@ func noLease(key, rawURL string) error {
 // missingDir is " (the directory D does not exist)" for a file:// URL
 // whose directory D does not exist, and "" otherwise.
 func missingDir(rawURL string) string {
-	u, err := url.Parse(rawURL)
+	u, err := url.Parse(storeURL(rawURL))
 	if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") {
 		return ""
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -103,7 +104,7 @@ func (c *cli) open(ctx context.Context, rawURL string, wantKey bool) (providers.
 // store's client, for bench, which keeps every lease of a mem:// run
 // inside its own process and counts what goes on the wire.
 func (c *cli) openAny(ctx context.Context, rawURL string, wantKey bool, opts providers.OpenOptions) (providers.Store, string, error) {
-	store, key, err := providers.OpenWith(ctx, rawURL, opts)
+	store, key, err := providers.OpenWith(ctx, storeURL(rawURL), opts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -137,4 +138,39 @@ func inProcess(rawURL string) error {
 		return nil // providers.Open judges it
 	}
 	return &tagged{"mem:// stores live inside one process, so every objlease command would get an empty one of its own; use file:// to share leases between processes on one machine", errInProcess}
+}
+
+// storeURL is rawURL, or, if it is a plain path (/var/lock/job, ./x, ../x,
+// x/y, x: no "scheme:" before its first slash), the file:// URL of that
+// path made absolute, as flock(1) takes a file. A trailing slash is kept:
+// it names a directory, as a prefix. "mem:b/k" or "s4://b/k" have a scheme
+// and stay as they are, for providers.Open to judge.
+func storeURL(rawURL string) string {
+	if !isPath(rawURL) {
+		return rawURL
+	}
+	abs, err := filepath.Abs(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	abs = filepath.ToSlash(abs)
+	if strings.HasSuffix(rawURL, "/") && !strings.HasSuffix(abs, "/") {
+		abs += "/"
+	}
+	if !strings.HasPrefix(abs, "/") {
+		abs = "/" + abs // a Windows path: file:///C:/x
+	}
+	return (&url.URL{Scheme: "file", Path: abs}).String()
+}
+
+// isPath reports whether rawURL is a plain path rather than a URL.
+func isPath(rawURL string) bool {
+	if rawURL == "" || strings.Contains(rawURL, "://") {
+		return false
+	}
+	if filepath.IsAbs(rawURL) || strings.HasPrefix(rawURL, "/") || strings.HasPrefix(rawURL, ".") {
+		return true
+	}
+	i := strings.IndexAny(rawURL, ":/")
+	return i < 0 || rawURL[i] == '/'
 }

@@ -190,7 +190,7 @@ func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace tim
 	cmd.Env = append(os.Environ(),
 		"OBJLEASE_TOKEN="+strconv.FormatUint(l.Token(), 10),
 		"OBJLEASE_HOLDER="+l.Holder(),
-		"OBJLEASE_URL="+url)
+		"OBJLEASE_URL="+storeURL(url))
 	cmd.Env = append(cmd.Env, env...)
 	if commit != "" {
 		cmd.Env = append(cmd.Env, "OBJLEASE_COMMIT_URL="+commit)
