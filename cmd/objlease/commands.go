@@ -105,12 +105,30 @@ func (c *cli) releaseCmd(fs *flagSet) action {
 		}
 		defer cl.Store().Close()
 		err = cl.Release(ctx)
-		if errors.Is(err, providers.ErrNotFound) {
+		var held *objlease.HeldError
+		switch {
+		case errors.Is(err, providers.ErrNotFound):
 			return opErr("release", url, noLease(cl.Key(), url))
+		case errors.As(err, &held):
+			return opErr("release", url, &notHolderError{held, lf.holder})
 		}
 		return opErr("release", url, err)
 	}
 }
+
+// notHolderError is a release by a holder the record does not name. It
+// matches objlease.ErrHeld (exit 75).
+type notHolderError struct {
+	held   *objlease.HeldError
+	holder string // the one that asked to release
+}
+
+func (e *notHolderError) Error() string {
+	return fmt.Sprintf("the lease %q is held by %s (token %d), not %s; only its holder releases it (objlease break --force ends it whoever holds it)",
+		e.held.Key, showHolder(e.held.Holder), e.held.Token, e.holder)
+}
+
+func (e *notHolderError) Unwrap() error { return e.held }
 
 const breakDetail = `Ends the lease whatever its state by writing a released record whose token is
 one higher, and prints that token on stdout. A holder that is still running

@@ -188,6 +188,7 @@ func reason(err error, rawURL string) string {
 	var in interrupt
 	var te *timeoutError
 	var ste *storeTimeoutError
+	var notHolder *notHolderError
 	switch {
 	case errors.As(err, &in):
 		return in.Error()
@@ -195,6 +196,8 @@ func reason(err error, rawURL string) string {
 		return te.cause.Error() + ": " + reason(te.held, rawURL)
 	case errors.As(err, &ste):
 		return ste.cause.Error() + "; the store was failing: " + reason(ste.err, rawURL)
+	case errors.As(err, &notHolder):
+		return notHolder.Error()
 	case errors.As(err, &held):
 		return fmt.Sprintf("held by %q (token %d); this observer could take it over in %v at the earliest, if its holder stops renewing",
 			held.Holder, held.Token, roundDuration(held.Wait))
