@@ -225,7 +225,9 @@ With -o json it prints one JSON object with the fields key, url, version,
 state, holder, token, ttl_ms, renewals, acquired_at, written_at, age_ms,
 age_clock ("store" or "local"), expires_in_ms and data (base64, if any).
 
-Exits 1, with "no lease at KEY" on stderr, if there is no object at the key.`
+Exits 1, with "no lease at KEY" on stderr, if there is no object at the key;
+65, saying what the object is (text, binary, JSON of another kind), if it
+is not a lease record.`
 
 // inspection is inspect's JSON output.
 type inspection struct {
@@ -262,7 +264,7 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 		defer cl.Store().Close()
 		st, err := cl.Inspect(ctx)
 		if err != nil {
-			return opErr("inspect", url, err)
+			return opErr("inspect", url, foreignObject(ctx, cl.Store(), cl.Key(), err))
 		}
 		if st.Record == nil {
 			return opErr("inspect", url, noLease(st.Key, url))
