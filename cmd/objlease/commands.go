@@ -25,7 +25,8 @@ one the object, --min-token N or --fenced KEY shows; where none shows one
 it refuses (exit 65) rather than start again from token 1.
 A waiter reads the record just after each of the holder's renewals (once
 per TTL/3) once it has learned when they land; --poll D reads every D
-instead. -v says who holds it while it waits. With -o json it prints {"key","url","token","holder","ttl_ms",
+instead. While it waits it says who holds it on stderr (by default on a
+terminal, with -v elsewhere), again only when that changes. With -o json it prints {"key","url","token","holder","ttl_ms",
 "acquired_at"}.`
 
 // acquisition is what acquire and hold print with -o json.
