@@ -56,6 +56,10 @@ type Lease struct {
 	cancelRenewal context.CancelFunc
 	ended         error // why the lease ended (lost or released); nil while held
 
+	// renewFailures is the streak of failed background renewals, for
+	// their warnings; used by the renewal job only (one at a time).
+	renewFailures failureStreak
+
 	// Guarded by sched.mu: the lease's place in its scheduler.
 	sched               *scheduler
 	registered          bool
