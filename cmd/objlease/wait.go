@@ -21,9 +21,10 @@ const slotsPoll = time.Second
 // take acquires the lease as --timeout says. It waits in the library's
 // one waiting loop (objlease.Await: the holder's renewal phase, backoff
 // for a failing store, and an error that waiting cannot cure, such as a
-// missing bucket or refused credentials, ends it at once) and, under -v,
-// says who holds the lease, since when, and the earliest this observer
-// could take it over. With --timeout 0 it makes one attempt, and looks for
+// missing bucket or refused credentials, ends it at once) and, when stderr
+// is a terminal or under -v, says who holds the lease, since when, and the
+// earliest this observer could take it over, again only when that changes
+// (waitNews). With --timeout 0 it makes one attempt, and looks for
 // the outcome of a write whose reply was lost for at most the lease's TTL
 // (after which such a write has expired).
 func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
