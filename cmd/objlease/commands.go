@@ -265,7 +265,7 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 		defer cl.Store().Close()
 		st, err := cl.Inspect(ctx)
 		if err != nil {
-			return opErr("inspect", url, foreignObject(ctx, cl.Store(), cl.Key(), err))
+			return opErr("inspect", url, foreignObject(ctx, cl.Store(), cl.Key(), err, ""))
 		}
 		if st.Record == nil {
 			return opErr("inspect", url, noLease(st.Key, url))

@@ -19,8 +19,9 @@ import (
 // foreignObject is err, a *objlease.RecordError for the object at key that
 // is not a lease record, told in plain words: what the object is (text,
 // binary, JSON of another kind) rather than the JSON decoder's message. It
-// matches objlease.ErrBadRecord still. Any other error is returned as it is.
-func foreignObject(ctx context.Context, store providers.Store, key string, err error) error {
+// matches objlease.ErrBadRecord still; hint ends the line. Any other error
+// is returned as it is.
+func foreignObject(ctx context.Context, store providers.Store, key string, err error, hint string) error {
 	var rec *objlease.RecordError
 	if !errors.As(err, &rec) || !errors.Is(err, objlease.ErrBadRecord) {
 		return err
@@ -34,9 +35,9 @@ func foreignObject(ctx context.Context, store providers.Store, key string, err e
 		return err
 	}
 	if damaged {
-		return &tagged{fmt.Sprintf("the object at %q is not a valid objlease lease record: %s", key, what), objlease.ErrBadRecord}
+		return &tagged{fmt.Sprintf("the object at %q is not a valid objlease lease record: %s%s", key, what, hint), objlease.ErrBadRecord}
 	}
-	return &tagged{fmt.Sprintf("the object at %q is not an objlease lease record: %s", key, what), objlease.ErrBadRecord}
+	return &tagged{fmt.Sprintf("the object at %q is not an objlease lease record: %s%s", key, what, hint), objlease.ErrBadRecord}
 }
 
 // describeObject says what b, which is not a valid lease record, is; damaged

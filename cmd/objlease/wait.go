@@ -28,6 +28,15 @@ const slotsPoll = time.Second
 // the outcome of a write whose reply was lost for at most the lease's TTL
 // (after which such a write has expired).
 func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
+	l, err := c.await(ctx, cl, timeout)
+	if err != nil {
+		return nil, foreignObject(ctx, cl.Store(), cl.Key(), err, "; it is left alone unless --force is given")
+	}
+	return l, nil
+}
+
+// await is take, with the error as the library gives it.
+func (c *cli) await(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
 	if timeout.set && timeout.d == 0 {
 		ctx, cancel := context.WithTimeoutCause(ctx, cl.Options().TTL, fmt.Errorf("%w: the outcome of the one attempt of %s stayed unknown for the lease's TTL", errNotAcquired, timeout))
 		defer cancel()
