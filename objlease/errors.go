@@ -82,6 +82,28 @@ func (e *HeldError) Error() string {
 // Unwrap makes errors.Is(err, ErrHeld) true.
 func (e *HeldError) Unwrap() error { return ErrHeld }
 
+// LostError is a lease lost because its record was replaced: a renewal
+// was refused, and the holder read what the key held instead. It matches
+// ErrLeaseLost; its message is the refusal's. Seen lets the holder say
+// what happened: a broken lease (Client.Break) is a released record with
+// the next token and no holder; one taken over is held by another holder
+// with a higher token; one released by another process with this holder's
+// identity is released with this lease's token.
+type LostError struct {
+	Key    string
+	Holder string // this lease's holder identity
+	Token  uint64 // this lease's token
+	// Seen is the record found at the key once the renewal was refused;
+	// nil if none could be read (deleted, unreadable, not a record).
+	Seen *Record
+	err  error
+}
+
+func (e *LostError) Error() string { return e.err.Error() }
+
+// Unwrap returns the refusal, which matches ErrLeaseLost.
+func (e *LostError) Unwrap() error { return e.err }
+
 // TokenError says why a new token for a lease cannot be proven to be above
 // every token issued for it. It matches ErrTokenUnknown.
 type TokenError struct {

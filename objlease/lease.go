@@ -56,6 +56,10 @@ type Lease struct {
 	cancelRenewal context.CancelFunc
 	ended         error // why the lease ended (lost or released); nil while held
 
+	// renewFailures is the streak of failed background renewals, for
+	// their warnings; used by the renewal job only (one at a time).
+	renewFailures failureStreak
+
 	// Guarded by sched.mu: the lease's place in its scheduler.
 	sched               *scheduler
 	registered          bool
@@ -299,19 +303,24 @@ func (l *Lease) renew(ctx context.Context) error {
 	l.lastAttempt = sent
 	l.mu.Unlock()
 	res, err := l.c.put(ctx, &next, version)
+	var seen *Record
 	if errors.Is(err, providers.ErrPrecondition) {
 		// An earlier renewal whose call gave up may have landed since,
 		// moving the version on: the record is then still this lease's
 		// own, and this renewal goes over it. Validity is counted from
 		// this renewal's send, so adopting the late write extends nothing.
-		if v, ok := l.lateOwnWrite(ctx, next.Token); ok {
+		var v string
+		var ok bool
+		if v, seen, ok = l.lateOwnWrite(ctx, next.Token); ok {
+			seen = nil // this lease's own: what replaced it is unknown
 			sent = l.c.opts.Clock.Now()
 			res, err = l.c.put(ctx, &next, v)
 		}
 	}
 	l.c.recordRenew(l.c.opts.Clock.Now().Sub(sent), err)
 	if errors.Is(err, providers.ErrPrecondition) {
-		return fmt.Errorf("%w: lease %q: %w: %w", ErrLeaseLost, l.c.key, errRefused, err)
+		return &LostError{Key: l.c.key, Holder: l.c.opts.Holder, Token: next.Token, Seen: seen,
+			err: fmt.Errorf("%w: lease %q: %w: %w", ErrLeaseLost, l.c.key, errRefused, err)}
 	}
 	if err != nil {
 		return err
@@ -456,19 +465,27 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // lateOwnWrite re-reads the record after a refused renewal and returns its
 // version if it carries one of this lease's unconfirmed renewals.
-func (l *Lease) lateOwnWrite(ctx context.Context, token uint64) (string, bool) {
+// Otherwise it returns the record it found, if it could read one.
+func (l *Lease) lateOwnWrite(ctx context.Context, token uint64) (string, *Record, bool) {
 	if !ownWriteCheck() {
-		return "", false
+		return "", nil, false
 	}
 	l.mu.Lock()
 	own := append([]string{l.rec.Nonce}, l.unsure...)
 	l.mu.Unlock()
 	o, err := l.c.read(ctx)
-	if err != nil || !l.ownWrite(o, token, own) {
-		return "", false
+	if err != nil {
+		return "", nil, false
+	}
+	if !l.ownWrite(o, token, own) {
+		if o.rec == nil {
+			return "", nil, false
+		}
+		seen := *o.rec
+		return "", &seen, false
 	}
 	l.c.log.Info("an earlier renewal landed late; renewing over it", slog.Uint64("token", token))
-	return o.version, true
+	return o.version, nil, true
 }
 
 // ownWrite reports whether o is a held record that carries one of this

@@ -423,6 +423,9 @@ func (s *scheduler) renew(l *Lease) {
 	switch {
 	case err == nil:
 		next = l.nextRenewal()
+		if failed := l.renewFailures.recovered(s.clk.Now()); failed > 0 {
+			l.c.log.Warn("renewal succeeded again", slog.Duration("failing_for", failed))
+		}
 	case errors.Is(err, ErrLeaseLost):
 		l.end(err)
 		return
@@ -431,9 +434,56 @@ func (s *scheduler) renew(l *Lease) {
 		// the store accepts writes to one object.
 		wait := max(l.c.opts.RenewInterval/4, l.c.store.Properties().MinWriteInterval)
 		next = l.notBefore(s.clk.Now().Add(wait))
-		l.c.log.Warn("renewal failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
+		switch first, failing, say := l.renewFailures.failed(s.clk.Now(), max(l.c.opts.RenewInterval, renewWarnEvery)); {
+		case first:
+			l.c.log.Warn("renewal failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
+		case say:
+			l.mu.Lock()
+			left := max(l.remaining(s.clk.Now()), 0)
+			l.mu.Unlock()
+			l.c.log.Warn("renewal still failing; retrying", slog.Any("err", err), slog.Duration("failing_for", failing),
+				slog.Duration("valid_for", left))
+		}
 	}
 	s.requeue(l, next)
+}
+
+// renewWarnEvery is the least time between two warnings that a lease's
+// background renewals are still failing (at most one per renewal interval,
+// if that is longer); the first failure and the recovery are always told.
+const renewWarnEvery = 10 * time.Second
+
+// failureStreak rate-limits the warnings of a streak of failed background
+// renewals: they are retried every RenewInterval/4, and a line for each
+// would bury the one that matters. Only the lease's renewal job uses it.
+type failureStreak struct {
+	since, warned time.Time // zero while renewals succeed
+}
+
+// failed records a failure at now. It reports whether it starts a streak,
+// how long the streak has lasted, and whether to say it is still failing
+// (every seconds of it).
+func (f *failureStreak) failed(now time.Time, every time.Duration) (first bool, failing time.Duration, say bool) {
+	if f.since.IsZero() {
+		f.since, f.warned = now, now
+		return true, 0, false
+	}
+	if now.Sub(f.warned) >= every {
+		f.warned = now
+		return false, now.Sub(f.since), true
+	}
+	return false, now.Sub(f.since), false
+}
+
+// recovered records a success at now and returns how long the streak it
+// ends lasted (0 if there was none).
+func (f *failureStreak) recovered(now time.Time) time.Duration {
+	if f.since.IsZero() {
+		return 0
+	}
+	d := now.Sub(f.since)
+	*f = failureStreak{}
+	return max(d, time.Nanosecond)
 }
 
 // requeue queues l's next background renewal at next, unless it has been

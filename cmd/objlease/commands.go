@@ -25,7 +25,8 @@ one the object, --min-token N or --fenced KEY shows; where none shows one
 it refuses (exit 65) rather than start again from token 1.
 A waiter reads the record just after each of the holder's renewals (once
 per TTL/3) once it has learned when they land; --poll D reads every D
-instead. -v says who holds it while it waits. With -o json it prints {"key","url","token","holder","ttl_ms",
+instead. While it waits it says who holds it on stderr (by default on a
+terminal, with -v elsewhere), again only when that changes. With -o json it prints {"key","url","token","holder","ttl_ms",
 "acquired_at"}.`
 
 // acquisition is what acquire and hold print with -o json.
@@ -44,7 +45,7 @@ func acquired(url string, l *objlease.Lease) acquisition {
 }
 
 // addTakeFlags registers the flags of the commands that take a lease.
-func addTakeFlags(fs *flagSet, lf *leaseFlags) *waitFlag {
+func (c *cli) addTakeFlags(fs *flagSet, lf *leaseFlags) *waitFlag {
 	lf.addTTL(fs)
 	lf.addHolder(fs)
 	lf.addDrift(fs)
@@ -52,12 +53,13 @@ func addTakeFlags(fs *flagSet, lf *leaseFlags) *waitFlag {
 	lf.addForce(fs, "overwrite an object at the key that is not an objlease record, once it has been seen unchanged for its TTL, with a token above the highest one it, --min-token or --fenced shows (refused if none shows one)")
 	lf.addTokenFloor(fs)
 	lf.addPoll(fs, 0, "read the record every `duration` while it is held elsewhere, at most TTL/3 (default: on the holder's renewal phase, once per renewal interval TTL/3, just after each renewal lands; with --slots, every 1s)")
+	c.addConflictExit(fs)
 	return addTimeout(fs)
 }
 
 func (c *cli) acquireCmd(fs *flagSet) action {
 	var lf leaseFlags
-	timeout := addTakeFlags(fs, &lf)
+	timeout := c.addTakeFlags(fs, &lf)
 	asJSON := addOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)
@@ -105,12 +107,30 @@ func (c *cli) releaseCmd(fs *flagSet) action {
 		}
 		defer cl.Store().Close()
 		err = cl.Release(ctx)
-		if errors.Is(err, providers.ErrNotFound) {
+		var held *objlease.HeldError
+		switch {
+		case errors.Is(err, providers.ErrNotFound):
 			return opErr("release", url, noLease(cl.Key(), url))
+		case errors.As(err, &held):
+			return opErr("release", url, &notHolderError{held, lf.holder})
 		}
 		return opErr("release", url, err)
 	}
 }
+
+// notHolderError is a release by a holder the record does not name. It
+// matches objlease.ErrHeld (exit 75).
+type notHolderError struct {
+	held   *objlease.HeldError
+	holder string // the one that asked to release
+}
+
+func (e *notHolderError) Error() string {
+	return fmt.Sprintf("the lease %q is held by %s (token %d), not %s; only its holder releases it (objlease break --force ends it whoever holds it)",
+		e.held.Key, showHolder(e.held.Holder), e.held.Token, e.holder)
+}
+
+func (e *notHolderError) Unwrap() error { return e.held }
 
 const breakDetail = `Ends the lease whatever its state by writing a released record whose token is
 one higher, and prints that token on stdout. A holder that is still running
@@ -207,7 +227,9 @@ With -o json it prints one JSON object with the fields key, url, version,
 state, holder, token, ttl_ms, renewals, acquired_at, written_at, age_ms,
 age_clock ("store" or "local"), expires_in_ms and data (base64, if any).
 
-Exits 1, with "no lease at KEY" on stderr, if there is no object at the key.`
+Exits 1, with "no lease at KEY" on stderr, if there is no object at the key;
+65, saying what the object is (text, binary, JSON of another kind), if it
+is not a lease record.`
 
 // inspection is inspect's JSON output.
 type inspection struct {
@@ -244,7 +266,7 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 		defer cl.Store().Close()
 		st, err := cl.Inspect(ctx)
 		if err != nil {
-			return opErr("inspect", url, err)
+			return opErr("inspect", url, foreignObject(ctx, cl.Store(), cl.Key(), err, ""))
 		}
 		if st.Record == nil {
 			return opErr("inspect", url, noLease(st.Key, url))

@@ -41,6 +41,8 @@ var (
 const (
 	exitUsage = 64
 	exitLost  = 76
+	// exitHeld: not acquired, held elsewhere; -E replaces it.
+	exitHeld = 75
 )
 
 // exitCodes is the one mapping from errors to exit codes; docs/cli.md has
@@ -134,7 +136,7 @@ func noLease(key, rawURL string) error {
 // missingDir is " (the directory D does not exist)" for a file:// URL
 // whose directory D does not exist, and "" otherwise.
 func missingDir(rawURL string) string {
-	u, err := url.Parse(rawURL)
+	u, err := url.Parse(storeURL(rawURL))
 	if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") {
 		return ""
 	}
@@ -186,6 +188,8 @@ func reason(err error, rawURL string) string {
 	var in interrupt
 	var te *timeoutError
 	var ste *storeTimeoutError
+	var notHolder *notHolderError
+	var lost *objlease.LostError
 	switch {
 	case errors.As(err, &in):
 		return in.Error()
@@ -193,6 +197,10 @@ func reason(err error, rawURL string) string {
 		return te.cause.Error() + ": " + reason(te.held, rawURL)
 	case errors.As(err, &ste):
 		return ste.cause.Error() + "; the store was failing: " + reason(ste.err, rawURL)
+	case errors.As(err, &lost) && lost.Seen != nil:
+		return objlease.ErrLeaseLost.Error() + ": " + lostHow(lost)
+	case errors.As(err, &notHolder):
+		return notHolder.Error()
 	case errors.As(err, &held):
 		return fmt.Sprintf("held by %q (token %d); this observer could take it over in %v at the earliest, if its holder stops renewing",
 			held.Holder, held.Token, roundDuration(held.Wait))
@@ -247,6 +255,25 @@ func reason(err error, rawURL string) string {
 		return fmt.Sprintf("the store does not accept the key %q: %s", pe.Key, strings.TrimPrefix(core(pe), providers.ErrInvalidKey.Error()+": "))
 	}
 	return shorten(err)
+}
+
+// lostHow says what replaced a lost lease's record, from the record seen
+// in its place: broken (objlease break writes the next token, released,
+// with no holder), taken over by another holder, or released by another
+// process with this lease's holder identity.
+func lostHow(e *objlease.LostError) string {
+	r := e.Seen
+	switch {
+	case r.State == objlease.StateReleased && r.Holder == "" && r.Token > e.Token:
+		return fmt.Sprintf("broken by an operator (objlease break), new token %d", r.Token)
+	case r.State == objlease.StateReleased && r.Holder == e.Holder && r.Token == e.Token:
+		return fmt.Sprintf("released by another process as %s (objlease release --holder %s)", showHolder(r.Holder), showHolder(r.Holder))
+	case r.State == objlease.StateReleased:
+		return fmt.Sprintf("taken over and released since by %s (token %d)", showHolder(r.Holder), r.Token)
+	case r.Holder == e.Holder:
+		return fmt.Sprintf("taken by another process as %s, new token %d", showHolder(r.Holder), r.Token)
+	}
+	return fmt.Sprintf("taken over by %s after it expired, new token %d", showHolder(r.Holder), r.Token)
 }
 
 // shorten is err's message with the store error in it, if any, cut down to

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -210,27 +211,102 @@ func addOutput(fs *flagSet) *bool {
 	return &asJSON
 }
 
-// addTimeout registers --timeout: unset waits indefinitely, 0 tries once.
+// addTimeout registers how long a command waits for the lease: --timeout
+// D, flock(1)'s -w SECONDS (--wait) and -n (--nonblock, --timeout 0). Unset,
+// it waits indefinitely; 0 tries once. Giving two of them is a usage error.
 func addTimeout(fs *flagSet) *waitFlag {
 	w := new(waitFlag)
-	fs.Var(w, "timeout", "how long to wait for the lease, as a `duration` (default: indefinitely; 0: try once)")
+	timeout, wait := &waitFlag{}, &waitFlag{seconds: true}
+	var nonblock bool
+	fs.Var(timeout, "timeout", "how long to wait for the lease, as a `duration` (default: indefinitely; 0: try once)")
+	fs.Var(wait, "w", "as flock -w: wait at most `SECONDS` (2.5) or a duration (30s) for the lease; the same as --timeout")
+	fs.Var(wait, "wait", "the same as -w `SECONDS`")
+	fs.BoolVar(&nonblock, "n", false, "as flock -n: fail at once if the lease is held; the same as --timeout 0")
+	fs.BoolVar(&nonblock, "nonblock", false, "the same as -n")
+	fs.checks = append(fs.checks, func() error {
+		var given []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "timeout", "wait", "nonblock":
+				given = append(given, "--"+f.Name)
+			case "w", "n":
+				given = append(given, "-"+f.Name)
+			}
+		})
+		// -w and --wait, -n and --nonblock are one flag each.
+		groups := map[string]bool{}
+		for _, g := range given {
+			groups[map[string]string{"-w": "w", "--wait": "w", "-n": "n", "--nonblock": "n", "--timeout": "t"}[g]] = true
+		}
+		if len(groups) > 1 {
+			return fmt.Errorf("%s and %s both say how long to wait; give one", given[0], given[len(given)-1])
+		}
+		switch {
+		case nonblock:
+			*w = waitFlag{set: true, name: given[0]}
+		case wait.set:
+			*w = *wait
+			w.name = given[0]
+		case timeout.set:
+			*w = *timeout
+			w.name = "--timeout"
+		}
+		return nil
+	})
 	return w
 }
 
-// waitFlag is --timeout.
+// addConflictExit registers -E (--conflict-exit-code): the exit code when
+// the lease is held elsewhere, instead of 75, so that a script can tell
+// "held" from a command's own 75 (flock's -E).
+func (c *cli) addConflictExit(fs *flagSet) {
+	set := func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 255 {
+			return fmt.Errorf("want an exit code from 1 to 255")
+		}
+		c.heldExit = n
+		return nil
+	}
+	fs.Func("E", fmt.Sprintf("as flock -E: exit with `CODE` (1 to 255) when the lease is held elsewhere, instead of %d", exitHeld), set)
+	fs.Func("conflict-exit-code", "the same as -E `CODE`", set)
+}
+
+// waitFlag is how long to wait for a lease: --timeout, -w or -n.
 type waitFlag struct {
 	set bool
 	d   time.Duration
+	// seconds: a plain number is seconds (flock's -w).
+	seconds bool
+	// name is the flag that set it, for messages.
+	name string
 }
 
+// String is the wait as the command line gave it, for messages: "-n",
+// "-w 2.5s", "--timeout 200ms".
 func (w *waitFlag) String() string {
 	if w == nil || !w.set {
 		return ""
 	}
-	return w.d.String()
+	if w.name == "" {
+		return w.d.String()
+	}
+	if w.name == "-n" || w.name == "--nonblock" {
+		return w.name
+	}
+	return w.name + " " + w.d.String()
 }
 
 func (w *waitFlag) Set(s string) error {
+	if w.seconds {
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			if f < 0 || math.IsNaN(f) || f > float64(math.MaxInt64/int64(time.Second)) {
+				return fmt.Errorf("%s: want a number of seconds from 0", s)
+			}
+			w.set, w.d = true, time.Duration(f*float64(time.Second))
+			return nil
+		}
+	}
 	d, err := parseDuration(s)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"reflect"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -117,7 +118,7 @@ func (c *cli) open(ctx context.Context, rawURL string, wantKey bool) (providers.
 // store's client, for bench, which keeps every lease of a mem:// run
 // inside its own process and counts what goes on the wire.
 func (c *cli) openAny(ctx context.Context, rawURL string, wantKey bool, opts providers.OpenOptions) (providers.Store, string, error) {
-	store, key, err := providers.OpenWith(ctx, rawURL, opts)
+	store, key, err := providers.OpenWith(ctx, storeURL(rawURL), opts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -200,4 +201,39 @@ func (c *cli) printList(kind string, items any) error {
 		Kind  string `json:"kind"`
 		Items any    `json:"items"`
 	}{kind, items})
+}
+
+// storeURL is rawURL, or, if it is a plain path (/var/lock/job, ./x, ../x,
+// x/y, x: no "scheme:" before its first slash), the file:// URL of that
+// path made absolute, as flock(1) takes a file. A trailing slash is kept:
+// it names a directory, as a prefix. "mem:b/k" or "s4://b/k" have a scheme
+// and stay as they are, for providers.Open to judge.
+func storeURL(rawURL string) string {
+	if !isPath(rawURL) {
+		return rawURL
+	}
+	abs, err := filepath.Abs(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	abs = filepath.ToSlash(abs)
+	if strings.HasSuffix(rawURL, "/") && !strings.HasSuffix(abs, "/") {
+		abs += "/"
+	}
+	if !strings.HasPrefix(abs, "/") {
+		abs = "/" + abs // a Windows path: file:///C:/x
+	}
+	return (&url.URL{Scheme: "file", Path: abs}).String()
+}
+
+// isPath reports whether rawURL is a plain path rather than a URL.
+func isPath(rawURL string) bool {
+	if rawURL == "" || strings.Contains(rawURL, "://") {
+		return false
+	}
+	if filepath.IsAbs(rawURL) || strings.HasPrefix(rawURL, "/") || strings.HasPrefix(rawURL, ".") {
+		return true
+	}
+	i := strings.IndexAny(rawURL, ":/")
+	return i < 0 || rawURL[i] == '/'
 }

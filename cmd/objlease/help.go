@@ -67,6 +67,7 @@ URLs (schemes: %s):
   s3://BUCKET/KEY[?endpoint=URL&region=R] Amazon S3 or a compatible store
   gs://BUCKET/KEY[?endpoint=URL]          Google Cloud Storage
   azblob://CONTAINER/KEY[?account=NAME]   Azure Blob Storage
+  /var/leases/nightly, ./l/job, l/job     a plain path: file:// with it made absolute
 
 `, strings.Join(providers.Schemes(), ", "))
 	fmt.Fprint(w, `Exit codes: "objlease help exit-codes".
@@ -74,7 +75,7 @@ URLs (schemes: %s):
 Environment of run's command:
   OBJLEASE_TOKEN   the fencing token: stamp it on every write the lease protects
   OBJLEASE_HOLDER  the holder identity written in the record
-  OBJLEASE_URL     the lease URL, as given
+  OBJLEASE_URL     the lease URL, as given (a plain path as its file:// URL)
 `)
 }
 

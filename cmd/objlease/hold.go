@@ -29,7 +29,7 @@ never held the lease, so the script must not go on.`
 
 func (c *cli) holdCmd(fs *flagSet) action {
 	var lf leaseFlags
-	timeout := addTakeFlags(fs, &lf)
+	timeout := c.addTakeFlags(fs, &lf)
 	asJSON := addOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)

@@ -56,8 +56,10 @@ type cli struct {
 	signals <-chan os.Signal // every signal main caught, for run to pass on
 
 	verbose bool
-	level   slog.LevelVar
-	log     *slog.Logger
+	// heldExit is -E: the exit code for a lease held elsewhere (0: 75).
+	heldExit int
+	level    slog.LevelVar
+	log      *slog.Logger
 }
 
 // action runs a command with its positional arguments, once its flags are
@@ -122,7 +124,12 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	if err != nil {
 		c.report(err)
 	}
-	return exitCodeOf(err)
+	code := exitCodeOf(err)
+	var st exitStatus
+	if c.heldExit != 0 && code == exitHeld && !errors.As(err, &st) {
+		code = c.heldExit // -E
+	}
+	return code
 }
 
 func (c *cli) setVerbose() {

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,8 +27,9 @@ background, releases it when COMMAND exits, and exits with COMMAND's exit
 status (128+N if COMMAND died of signal N). Like flock(1), run writes nothing
 of its own to stdout: stdin, stdout and stderr are COMMAND's.
 
---timeout: by default run waits as long as it takes; with --timeout 0 it
-tries once; with --timeout D it gives up after D. Not acquired: exit 75.
+--timeout: by default run waits as long as it takes; with --timeout 0 (or
+flock's -n) it tries once; with --timeout D (or -w SECONDS) it gives up
+after D. Not acquired: exit 75, or -E CODE's.
 A store that cannot be reached is retried with backoff (exit 69 if
 --timeout ends the wait then); a missing bucket or refused credentials end
 it at once (exit 78).
@@ -36,7 +40,14 @@ While it waits, run polls until it has learned when the holder's renewals
 land, then reads once per renewal interval (TTL/3), just after each one:
 a release is seen within TTL/3 + 1/16 of it, at about 3.3 reads per TTL.
 --poll D reads every D instead (at most TTL/3); --slots polls every 1s
-unless --poll is given.
+unless --poll is given. While it waits it says on stderr who holds the
+lease and the earliest a takeover could succeed (by default when stderr is
+a terminal, with -v otherwise), again only when that changes.
+
+A COMMAND that is one argument holding whitespace or a shell metacharacter
+('make deploy && echo done') runs with /bin/sh -c (cmd /C on Windows), as
+consul lock runs it; -c STRING (flock's) does so explicitly. A command not
+found exits 127, naming what was missing.
 
 COMMAND gets OBJLEASE_TOKEN (the fencing token), OBJLEASE_HOLDER and
 OBJLEASE_URL in its environment.
@@ -75,11 +86,19 @@ unfenced, once the lease expires: stamp its writes with the token.`
 
 func (c *cli) runCmd(fs *flagSet) action {
 	var lf leaseFlags
-	timeout := addTakeFlags(fs, &lf)
+	timeout := c.addTakeFlags(fs, &lf)
 	grace := 10 * time.Second
 	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "after the lease is lost, how long the command has between SIGTERM and SIGKILL, as a `duration` (default 10s); on Linux also what the command left running once it exited")
 	commit := fs.String("commit", "", "guarded `PREFIX-URL` to commit when the command exits 0: the command writes with \"objlease batch put --token $OBJLEASE_TOKEN $OBJLEASE_COMMIT_URL NAME\"")
 	allowEmpty := addAllowEmpty(fs, "with --commit: commit even if the command wrote nothing, replacing the committed set with an empty one (refused otherwise, exit 64)")
+	var shellLine *string
+	fs.Func("c", "as flock -c: run the command line `STRING` with /bin/sh -c (cmd /C on Windows), instead of a COMMAND after the URL", func(s string) error {
+		if strings.TrimSpace(s) == "" {
+			return errors.New("-c needs a command line")
+		}
+		shellLine = &s
+		return nil
+	})
 	slots := fs.Int("slots", 0, "let at most `N` holders run at once: URL is then the prefix of N slots, each a lease with tokens of its own, and COMMAND also gets OBJLEASE_SLOT")
 	fs.checks = append(fs.checks, func() error {
 		slotsSet := false
@@ -97,10 +116,21 @@ func (c *cli) runCmd(fs *flagSet) action {
 		return nil
 	})
 	return func(ctx context.Context, pos []string) error {
-		if len(pos) < 3 || pos[1] != "--" {
-			return usagef("run needs a URL and a command: objlease run [flags] URL -- COMMAND [ARGS...]")
+		var url string
+		var argv []string
+		switch {
+		case shellLine != nil && len(pos) > 1:
+			return usagef("run: -c STRING is the command; give no COMMAND after the URL too")
+		case shellLine != nil && len(pos) == 1:
+			url, argv = pos[0], shellArgv(*shellLine)
+		case len(pos) < 3 || pos[1] != "--":
+			return usagef("run needs a URL and a command: objlease run [flags] URL -- COMMAND [ARGS...], or objlease run [flags] URL -c 'COMMAND LINE'")
+		default:
+			url, argv = pos[0], pos[2:]
+			if len(argv) == 1 && isShellLine(argv[0]) {
+				argv = shellArgv(argv[0])
+			}
 		}
-		url, argv := pos[0], pos[2:]
 		if *commit != "" {
 			// Found now, not after the command has run.
 			if err := inProcess(*commit); err != nil {
@@ -164,7 +194,7 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 	case timeout.set && timeout.d == 0:
 		sl, err = sem.TryAcquire(ctx)
 	case timeout.set:
-		tctx, cancel := context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within --timeout %v", errNotAcquired, timeout.d))
+		tctx, cancel := context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within %s", errNotAcquired, timeout))
 		defer cancel()
 		sl, err = sem.Acquire(tctx)
 		var held *objlease.HeldError
@@ -248,7 +278,7 @@ func leaseEnv(url string, l *objlease.Lease) []string {
 	return append(os.Environ(),
 		"OBJLEASE_TOKEN="+strconv.FormatUint(l.Token(), 10),
 		"OBJLEASE_HOLDER="+l.Holder(),
-		"OBJLEASE_URL="+url)
+		"OBJLEASE_URL="+storeURL(url))
 }
 
 // kill kills t, still running --grace after it was sent SIGTERM.
@@ -259,16 +289,69 @@ func (c *cli) kill(t task, grace time.Duration) {
 	}
 }
 
+// shellMeta are the characters that make one argument a shell command
+// line rather than a program's name.
+const shellMeta = " \t\n|&;<>()$`\\\"'*?[]#~{}"
+
+// isShellLine reports whether arg, the only word of a command, is a shell
+// command line ("make deploy && echo done"): it holds whitespace or a
+// character the shell treats specially. No program name does in practice;
+// consul lock runs such a command with the shell too.
+func isShellLine(arg string) bool { return strings.ContainsAny(arg, shellMeta) }
+
+// shellArgv runs line with the system's shell.
+func shellArgv(line string) []string {
+	if runtime.GOOS == "windows" {
+		return []string{"cmd", "/C", line}
+	}
+	return []string{"/bin/sh", "-c", line}
+}
+
 // startErr is the failure to start argv0.
 func startErr(url, argv0 string, err error) error {
-	if errors.Is(err, errNotFound) || errors.Is(err, errCannotStart) {
+	if errors.Is(err, errCannotStart) {
 		return fmt.Errorf("run %s: cannot start %s: %w", url, argv0, err)
 	}
-	sentinel := errCannotStart
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		sentinel = errNotFound
+	if !errors.Is(err, errNotFound) && !errors.Is(err, exec.ErrNotFound) && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("run %s: cannot start %s: %w (%w)", url, argv0, errCannotStart, err)
 	}
-	return fmt.Errorf("run %s: cannot start %s: %w (%w)", url, argv0, sentinel, err)
+	return &startError{msg: fmt.Sprintf("run %s: cannot start %s: %v: %s", url, argv0, errNotFound, notFoundHint(argv0)), err: err}
+}
+
+// startError is a command that was not found, with a hint naming what was
+// missing; the cause stays in its chain (and -v shows it).
+type startError struct {
+	msg string
+	err error
+}
+
+func (e *startError) Error() string   { return e.msg }
+func (e *startError) Unwrap() []error { return []error{errNotFound, e.err} }
+
+// notFoundHint says what was not found when argv0 could not be started:
+// the program on $PATH, the file, or the interpreter its #! line names.
+func notFoundHint(argv0 string) string {
+	if !strings.ContainsRune(argv0, os.PathSeparator) && !strings.ContainsRune(argv0, '/') {
+		return fmt.Sprintf("no %q in any directory of $PATH", argv0)
+	}
+	abs, err := filepath.Abs(argv0)
+	if err != nil {
+		abs = argv0
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return "there is no file " + abs
+	}
+	b := make([]byte, 256)
+	n, _ := io.ReadFull(f, b)
+	f.Close()
+	if line, ok := strings.CutPrefix(string(b[:n]), "#!"); ok {
+		line, _, _ = strings.Cut(line, "\n")
+		if fields := strings.Fields(line); len(fields) > 0 {
+			return fmt.Sprintf("the interpreter its #! line names, %s, does not exist", fields[0])
+		}
+	}
+	return abs + " exists, but what it needs to run (its interpreter or loader) does not"
 }
 
 // task is a command run started and waits for.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -16,44 +18,50 @@ import (
 // often enough that a slot given back is taken within a second.
 const slotsPoll = time.Second
 
-// waitReport is how often a waiter under -v repeats who holds the lease
-// when nothing changed.
-const waitReport = 10 * time.Second
-
 // take acquires the lease as --timeout says. It waits in the library's
 // one waiting loop (objlease.Await: the holder's renewal phase, backoff
 // for a failing store, and an error that waiting cannot cure, such as a
-// missing bucket or refused credentials, ends it at once) and, under -v,
-// says who holds the lease, since when, and the earliest this observer
-// could take it over. With --timeout 0 it makes one attempt, and looks for
+// missing bucket or refused credentials, ends it at once) and, when stderr
+// is a terminal or under -v, says who holds the lease, since when, and the
+// earliest this observer could take it over, again only when that changes
+// (waitNews). With --timeout 0 it makes one attempt, and looks for
 // the outcome of a write whose reply was lost for at most the lease's TTL
 // (after which such a write has expired).
 func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
+	l, err := c.await(ctx, cl, timeout)
+	if err != nil {
+		return nil, foreignObject(ctx, cl.Store(), cl.Key(), err, "; it is left alone unless --force is given")
+	}
+	return l, nil
+}
+
+// await is take, with the error as the library gives it.
+func (c *cli) await(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
 	if timeout.set && timeout.d == 0 {
-		ctx, cancel := context.WithTimeoutCause(ctx, cl.Options().TTL, fmt.Errorf("%w: the outcome of the one attempt of --timeout 0 stayed unknown for the lease's TTL", errNotAcquired))
+		ctx, cancel := context.WithTimeoutCause(ctx, cl.Options().TTL, fmt.Errorf("%w: the outcome of the one attempt of %s stayed unknown for the lease's TTL", errNotAcquired, timeout))
 		defer cancel()
 		return cl.TryAcquire(ctx)
 	}
 	if timeout.set {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within --timeout %v", errNotAcquired, timeout.d))
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within %s", errNotAcquired, timeout))
 		defer cancel()
 	}
 	var last *objlease.HeldError
 	var storeErr error
-	var lastSaid time.Time
+	var news waitNews
+	ttl := cl.Options().TTL
 	l, err := objlease.Await(ctx, cl, cl.TryAcquire, func(p objlease.Progress) {
-		held := p.Held
-		if held == nil {
+		if p.Held == nil {
 			storeErr = p.Err
 			return
 		}
 		storeErr = nil
-		if last == nil || held.Holder != last.Holder || held.Token != last.Token || time.Since(lastSaid) >= waitReport {
-			c.sayHeld(ctx, cl, held, last != nil && held.Token == last.Token)
-			lastSaid = time.Now()
+		first := last == nil || p.Held.Holder != last.Holder || p.Held.Token != last.Token
+		last = p.Held
+		if news.changed(p, ttl) && c.progress() {
+			c.sayHeld(ctx, cl, p.Held, first)
 		}
-		last = held
 	})
 	switch {
 	case err == nil:
@@ -103,21 +111,89 @@ func (e *storeTimeoutError) Error() string {
 }
 func (e *storeTimeoutError) Unwrap() error { return e.err }
 
-// sayHeld reports, under -v, who holds the lease a waiter waits for. When
-// the holder is new to this waiter it reads the record once more for the
-// time it was acquired.
-func (c *cli) sayHeld(ctx context.Context, cl *objlease.Client, held *objlease.HeldError, same bool) {
-	if !c.verbose {
-		return
+// progress reports whether a waiter says who holds the lease: when stderr
+// is a terminal, and under -v.
+func (c *cli) progress() bool { return c.verbose || isTerminal(c.stderr) }
+
+// isTerminal reports whether w is a terminal. A character device is one in
+// practice (or /dev/null, where nothing is lost either way); the standard
+// library has no isatty.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
-	since := ""
-	if !same {
-		if st, err := cl.Inspect(ctx); err == nil && st.Record != nil && st.Record.Token == held.Token && !st.Record.AcquiredAt.IsZero() {
-			since = fmt.Sprintf(" since %s (its clock)", stamp(st.Record.AcquiredAt))
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// sayHeld says on stderr who holds the lease a waiter waits for, and the
+// earliest a takeover could succeed by the rule this waiter judges by.
+// When the holder is new to this waiter it reads the record once more for
+// the time it was acquired.
+func (c *cli) sayHeld(ctx context.Context, cl *objlease.Client, held *objlease.HeldError, first bool) {
+	var msg string
+	if held.Bad != nil {
+		msg = fmt.Sprintf("waiting for %s: the object there is not an objlease lease record; --force replaces it once it has stayed unchanged for its TTL: in %s at the earliest",
+			cl.Key(), roundDuration(held.Wait))
+	} else {
+		since := ""
+		if first {
+			if st, err := cl.Inspect(ctx); err == nil && st.Record != nil && st.Record.Token == held.Token && !st.Record.AcquiredAt.IsZero() {
+				since = fmt.Sprintf(" since %s (its clock)", stamp(st.Record.AcquiredAt))
+			}
 		}
+		rule := "by this observer"
+		if cl.Options().StoreClock != nil {
+			rule = "by the store's clock"
+		}
+		msg = fmt.Sprintf("waiting for %s: held by %s (token %d)%s; earliest takeover %s in %s, if it stops renewing",
+			cl.Key(), showHolder(held.Holder), held.Token, since, rule, roundDuration(held.Wait))
 	}
-	c.log.Info(fmt.Sprintf("waiting for %s: held by %s (token %d)%s; earliest takeover by this observer in %s, if it stops renewing",
-		cl.Key(), showHolder(held.Holder), held.Token, since, roundDuration(held.Wait)))
+	c.say(msg)
+}
+
+// say writes one line of progress on stderr, whatever the log level.
+func (c *cli) say(msg string) {
+	fmt.Fprintf(c.stderr, "objlease: %s\n", msg)
+}
+
+// waitNews decides when a waiter says again who holds the lease: when the
+// holder or its token changes, or the earliest takeover moves by more than
+// a little both in time and in how long is left. A live holder's renewals
+// move the time but not the wait; time passing beside a holder that has
+// stopped renewing shrinks the wait but does not move the time; a holder
+// that stops renewing, or a new TTL, moves both, once.
+type waitNews struct {
+	said     bool
+	holder   string
+	token    uint64
+	bad      bool
+	takeover time.Time
+	wait     time.Duration
+}
+
+// changed reports whether p is news, and if so remembers it as said. ttl
+// is the lease's, which sets how much counts as a little.
+func (n *waitNews) changed(p objlease.Progress, ttl time.Duration) bool {
+	h := p.Held
+	if h == nil {
+		return false
+	}
+	slack := max(time.Second, ttl/10)
+	news := !n.said || h.Holder != n.holder || h.Token != n.token || (h.Bad != nil) != n.bad ||
+		(absDuration(p.Takeover.Sub(n.takeover)) > slack && absDuration(h.Wait-n.wait) > slack)
+	if news {
+		*n = waitNews{said: true, holder: h.Holder, token: h.Token, bad: h.Bad != nil, takeover: p.Takeover, wait: h.Wait}
+	}
+	return news
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // permanent reports errors that waiting will not cure.

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+)
+
+// A waiter says who holds the lease once, and again only when that changes:
+// another holder or token, or a takeover time that moves both on the clock
+// and in how long is left (the holder stopped renewing, or changed its TTL).
+// A live holder's renewals (the time moves, the wait stays) and the
+// passing of time beside a dead one (the wait shrinks, the time stays) are
+// not news, however many polls there are.
+func TestWaitNewsOnlyOnChange(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const ttl = 30 * time.Second
+	const r = ttl / 3
+	held := func(holder string, token uint64, now time.Time, wait time.Duration) objlease.Progress {
+		return objlease.Progress{Held: &objlease.HeldError{Key: "k", Holder: holder, Token: token, Wait: wait}, Takeover: now.Add(wait)}
+	}
+	var n waitNews
+	lines := 0
+	step := func(p objlease.Progress) {
+		if n.changed(p, ttl) {
+			lines++
+		}
+	}
+	now := t0
+	// A live holder: 100 polls, one after each renewal.
+	for range 100 {
+		step(held("alice", 1, now, ttl+ttl/100))
+		now = now.Add(r)
+	}
+	if lines != 1 {
+		t.Fatalf("live holder: %d lines over 100 polls, want 1", lines)
+	}
+	// It stops renewing: said once, then the countdown is not news.
+	last := now.Add(-r)
+	for i := range 3 {
+		step(held("alice", 1, now, ttl+ttl/100-time.Duration(i+1)*r))
+		now = now.Add(r)
+	}
+	_ = last
+	if lines != 2 {
+		t.Fatalf("holder stopped renewing: %d lines, want 2", lines)
+	}
+	// A new holder, and a new token, are news.
+	step(held("carol", 2, now, ttl))
+	step(held("carol", 3, now, ttl))
+	if lines != 4 {
+		t.Fatalf("new holder and token: %d lines, want 4", lines)
+	}
+	// A store failure between polls is not news about the holder.
+	step(objlease.Progress{Err: errNotAcquired})
+	step(held("carol", 3, now, ttl))
+	if lines != 4 {
+		t.Fatalf("after a store failure: %d lines, want 4", lines)
+	}
+}

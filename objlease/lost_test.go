@@ -1,0 +1,74 @@
+package objlease_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
+)
+
+// A renewal refused because the record changed reports the record it found
+// in its place, so that the holder can say what happened (broken, taken
+// over, released by someone else) rather than only that it changed.
+func TestLostErrorCarriesTheRecordSeen(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, hs *hookStore)
+		check  func(t *testing.T, seen *objlease.Record)
+	}{
+		{"broken", func(t *testing.T, hs *hookStore) {
+			if _, err := newClient(t, hs, "op", clock.NewFake(epoch), func(o *objlease.Options) { o.Force = true }).Break(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, seen *objlease.Record) {
+			if seen.State != objlease.StateReleased || seen.Holder != "" || seen.Token != 2 {
+				t.Fatalf("seen %+v, want released with no holder, token 2", seen)
+			}
+		}},
+		{"taken over", func(t *testing.T, hs *hookStore) {
+			// Seen unchanged for TTL × (1 + drift) by carol, on a clock of
+			// her own (alice's stands still: she does not renew), then taken.
+			clk := clock.NewFake(epoch)
+			carol := newClient(t, hs, "carol", clk)
+			if _, err := carol.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) {
+				t.Fatalf("first look: %v, want ErrHeld", err)
+			}
+			clk.Advance(11 * time.Second)
+			l, err := carol.TryAcquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Release(ctx) })
+		}, func(t *testing.T, seen *objlease.Record) {
+			if seen.State != objlease.StateHeld || seen.Holder != "carol" || seen.Token != 2 {
+				t.Fatalf("seen %+v, want held by carol, token 2", seen)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, hs := newMem()
+			a := newClient(t, hs, "alice", clock.NewFake(epoch))
+			l, err := a.TryAcquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, hs)
+			err = l.Renew(ctx)
+			var lost *objlease.LostError
+			if !errors.Is(err, objlease.ErrLeaseLost) || !errors.As(err, &lost) {
+				t.Fatalf("Renew: %v, want a *LostError matching ErrLeaseLost", err)
+			}
+			if lost.Key != "jobs/nightly" || lost.Token != 1 || lost.Seen == nil {
+				t.Fatalf("LostError %+v, want key jobs/nightly, token 1 and the record seen", lost)
+			}
+			tc.check(t, lost.Seen)
+			if !errors.As(l.Err(), &lost) {
+				t.Fatalf("Lease.Err %v, want the *LostError", l.Err())
+			}
+		})
+	}
+}
