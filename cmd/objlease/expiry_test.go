@@ -131,11 +131,16 @@ func TestListGroupWatchAgreeWithInspect(t *testing.T) {
 				}
 
 				listed := 0
-				for _, line := range strings.Split(strings.TrimSpace(run(append(append([]string{"list"}, flags...), "-o", "json", base)...)), "\n") {
-					var r row
-					if err := json.Unmarshal([]byte(line), &r); err != nil {
-						t.Fatalf("list: %v: %q", err, line)
+				items := func(cmd string) []row {
+					t.Helper()
+					out := run(append(append([]string{cmd}, flags...), "-o", "json", base)...)
+					var doc struct{ Items []row }
+					if err := json.Unmarshal([]byte(out), &doc); err != nil {
+						t.Fatalf("%s: %v: %q", cmd, err, out)
 					}
+					return doc.Items
+				}
+				for _, r := range items("list") {
 					if r.Key == "g/shards/s1" {
 						listed++
 						agree("list", r)
@@ -146,11 +151,7 @@ func TestListGroupWatchAgreeWithInspect(t *testing.T) {
 				}
 
 				grouped := 0
-				for _, line := range strings.Split(strings.TrimSpace(run(append(append([]string{"group"}, flags...), "-o", "json", base)...)), "\n") {
-					var r row
-					if err := json.Unmarshal([]byte(line), &r); err != nil {
-						t.Fatalf("group: %v: %q", err, line)
-					}
+				for _, r := range items("group") {
 					if r.Kind == "shard" && r.Name == "s1" {
 						grouped++
 						agree("group", r)

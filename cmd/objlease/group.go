@@ -20,18 +20,21 @@ under PREFIX/members/NAME. Each record is an ordinary lease: objlease
 inspect works on PREFIX/shards/ID.
 
 group show PREFIX-URL (or group PREFIX-URL) shows the members and the
-shards. A member is live while its heartbeat is held and renewed; expired
-once its last write is older than its TTL × (1 + drift) (it missed every
-renewal), or once this observer may take it over (--store-clock: by the
-store's clock); left once it released its membership. LAST SEEN is the
-age of its heartbeat's last write (by the store's clock where the store
-reports one, else by the writer's). A shard is held by a live member, or
-free: released, never taken, expired, or owned by a member that is not
-live (OWNER then says why). A worker takes a free shard once the shard's
-own lease has expired for it. -o json prints one document
-{"kind":"GroupList","items":[...]}, each item with kind (member or shard),
-name, key, state, status, token, holder, since, ttl_ms, age_ms, age_clock
-and expires_in_ms; -o wide adds columns; --no-headers drops the headers.
+shards, judged by the rule inspect applies with the same flags. A member
+is live while its heartbeat is held, left once it released it, expired
+once this observer may take it over (one look never can, unless
+--store-clock: by the store's clock). A held record whose last write is
+older than its TTL × (1 + drift) is shown stale: its holder has probably
+stopped, but saying so from one look would trust the writer's clock
+against this machine's. LAST SEEN is the age of the member's last write
+(by the store's clock where the store reports one, else by the
+writer's). A shard is free when released, never taken or expired, and
+held otherwise; OWNER says when its owner is not a live member. A worker
+takes a shard once the shard's own lease has expired for it. -o json
+prints one document {"kind":"GroupList","items":[...]}, each item with
+kind (member or shard), name, key, state, status, reason, token, holder,
+since, ttl_ms, age_ms, age_clock and expires_in_ms; -o wide adds columns;
+--no-headers drops the headers.
 
 group define PREFIX-URL ID... creates the records of shards that do not
 exist yet, released (free), so that workers find them; existing shards are
@@ -65,7 +68,7 @@ type groupRow struct {
 	// Status is live, expired or left for a member; held or free for a
 	// shard.
 	Status string     `json:"status"`
-	Reason string     `json:"reason,omitempty"` // why a shard is free, or a member expired
+	Reason string     `json:"reason,omitempty"` // why: a free shard, a member not live, a held shard's owner not live
 	Since  *time.Time `json:"since"`            // null while free
 }
 
@@ -250,10 +253,11 @@ func (c *cli) groupShow(ctx context.Context, lf *leaseFlags, url, format string,
 			since = stamp(*r.Since)
 		}
 		owner := "-"
-		if r.Status == "held" {
+		if r.Holder != "" {
 			owner = showHolder(r.Holder)
-		} else if r.Holder != "" {
-			owner = showHolder(r.Holder) + " (" + r.Reason + ")"
+			if r.Reason != "" {
+				owner += " (" + r.Reason + ")"
+			}
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s", r.Name, r.Status, r.Token, owner, since, expiryText(&r.listing))
 		if wide {
@@ -274,17 +278,18 @@ func lastSeen(l *listing) string {
 	return s
 }
 
-// judgeGroup sets each row's Status and Reason: a member is live, expired
-// or left; a shard is held (by a live member) or free. A held record whose
-// last write is older than its TTL × (1 + drift) has missed every renewal
-// its holder should have made: it is shown expired although one look
-// cannot yet let a worker take it over.
+// judgeGroup sets each row's Status and Reason by the rule inspect
+// applies: a member is live, left (released) or expired; a shard is free
+// (released or expired) or held. One look cannot expire a held record
+// without trusting the writer's clock, so a held record whose last write
+// is older than its TTL × (1 + drift) is shown stale, not expired: a hint
+// that its holder is gone, which --store-clock or a watch can confirm.
 func judgeGroup(rows []groupRow, drift float64) {
-	overdue := func(r *groupRow) bool {
+	stale := func(r *groupRow) bool {
 		ttl := time.Duration(r.TTLMillis) * time.Millisecond
-		return time.Duration(r.AgeMillis)*time.Millisecond > time.Duration(float64(ttl)*(1+drift))
+		return r.State == string(objlease.StateHeld) && time.Duration(r.AgeMillis)*time.Millisecond > time.Duration(float64(ttl)*(1+drift))
 	}
-	live := map[string]string{} // holder -> member status
+	members := map[string]string{} // holder -> member status
 	for i := range rows {
 		r := &rows[i]
 		if r.Kind != "member" {
@@ -295,13 +300,13 @@ func judgeGroup(rows []groupRow, drift float64) {
 			r.Status, r.Reason = "left", "released"
 		case r.State == "expired":
 			r.Status, r.Reason = "expired", "expired"
-		case overdue(r):
-			r.Status, r.Reason = "expired", "not renewed within its TTL"
+		case stale(r):
+			r.Status, r.Reason = "stale", "not renewed within its TTL by the "+clockWord(r.AgeClock)+" clock"
 		default:
 			r.Status = "live"
 		}
 		if r.Holder != "" {
-			live[r.Holder] = r.Status
+			members[r.Holder] = r.Status
 		}
 	}
 	for i := range rows {
@@ -309,18 +314,26 @@ func judgeGroup(rows []groupRow, drift float64) {
 		if r.Kind != "shard" {
 			continue
 		}
-		r.Status = "free"
-		switch {
+		r.Status = "held"
+		switch m := members[r.Holder]; {
 		case r.State == string(objlease.StateReleased):
-			r.Reason = "released"
-		case r.State == "expired" || overdue(r):
-			r.Reason = "expired"
-		case live[r.Holder] == "live":
-			r.Status = "held"
-		case live[r.Holder] == "":
+			r.Status, r.Reason = "free", "released"
+		case r.State == "expired":
+			r.Status, r.Reason = "free", "expired"
+		case stale(r):
+			r.Reason = "stale"
+		case m == "":
 			r.Reason = "not a member"
-		default:
-			r.Reason = "member " + live[r.Holder]
+		case m != "live":
+			r.Reason = "member " + m
 		}
 	}
+}
+
+// clockWord names the clock a listing's age was measured by.
+func clockWord(ageClock string) string {
+	if ageClock == "store" {
+		return "store's"
+	}
+	return "writer's"
 }
