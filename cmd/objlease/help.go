@@ -28,8 +28,9 @@ func exitCodesHelp() string {
 	for _, row := range rows {
 		fmt.Fprintf(&b, "  %-4d %s\n", row.code, row.meaning)
 	}
-	b.WriteString("  other  run: the command's own exit status, or 128+N if it died of signal N;\n" +
-		"         any command interrupted by signal N (hold and watch: 0)\n")
+	b.WriteString("  other  run, elect: the command's own exit status, or 128+N if it died of signal N;\n" +
+		"         any command interrupted by signal N (hold, watch, elect --listen, and elect\n" +
+		"         without a command once elected: 0)\n")
 	return b.String()
 }
 
