@@ -44,7 +44,7 @@ func FuzzArgs(f *testing.F) {
 		for len(cmd) > 0 && (cmd[0] == "-v" || cmd[0] == "--v") {
 			cmd = cmd[1:]
 		}
-		if len(cmd) > 0 && slices.Contains([]string{"run", "acquire", "hold", "watch", "bench", benchHolderCmd, superviseCmd}, cmd[0]) {
+		if len(cmd) > 0 && slices.Contains([]string{"run", "acquire", "hold", "elect", "watch", "bench", benchHolderCmd, superviseCmd}, cmd[0]) {
 			return
 		}
 		for _, a := range args {

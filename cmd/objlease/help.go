@@ -19,8 +19,10 @@ import (
 // run's command, which no error maps to.
 const exitCodesSignals = `  128+N  interrupted by signal N (130: SIGINT, 143: SIGTERM, 129: SIGHUP), every
          command, hold too while it waits for the lease (it never held it);
-         hold once it holds the lease, and watch, exit 0: their normal end
-  other  run: the command's own exit status, or 128+N if it died of signal N
+         hold once it holds the lease, watch, elect --listen, and elect
+         without a command once elected, exit 0: their normal end
+  other  run, elect: the command's own exit status, or 128+N if it died of
+         signal N
 `
 
 // exitCodesHelp is the table "objlease help exit-codes" prints.

@@ -96,6 +96,7 @@ func init() {
 		{name: "list", args: "[-o json|wide] [--no-headers] [flags] PREFIX-URL", summary: "list the leases under a prefix", detail: listDetail, setup: (*cli).listCmd},
 		{name: "group", args: "[show] [-o json|wide] [flags] PREFIX-URL | join [flags] PREFIX-URL -- COMMAND [ARGS...] | define PREFIX-URL ID...", summary: "show a shard group, join it running a command per owned shard, or define its shards", detail: groupDetail, setup: (*cli).groupCmd, cmdAfter: 2, subcommands: []string{"show", "join", "define"}},
 		{name: "watch", args: "[flags] URL|PREFIX-URL", summary: "print a line for every change to a lease or the leases under a prefix", detail: watchDetail, setup: (*cli).watchCmd},
+		{name: "elect", args: "[flags] URL [-- COMMAND [ARGS...]]", summary: "campaign for leadership and run a command while leader, or --listen for the leader", detail: electDetail, setup: (*cli).electCmd, cmdAfter: 1},
 		{name: "break", args: "--force [--min-token N] [--fenced KEY]... URL", summary: "end the lease whoever holds it", detail: breakDetail, setup: (*cli).breakCmd},
 		{name: "put", args: "--token N [flags] URL < DATA", summary: "write stdin to an object, fenced by a token", detail: putDetail, setup: (*cli).putCmd},
 		{name: "rm", args: "--token N [flags] URL", summary: "delete an object, fenced by a token", detail: rmDetail, setup: (*cli).rmCmd},

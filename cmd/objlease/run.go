@@ -87,8 +87,7 @@ unfenced, once the lease expires: stamp its writes with the token.`
 func (c *cli) runCmd(fs *flagSet) action {
 	var lf leaseFlags
 	timeout := c.addTakeFlags(fs, &lf)
-	grace := 10 * time.Second
-	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "after the lease is lost, how long the command has between SIGTERM and SIGKILL, as a `duration` (default 10s); on Linux also what the command left running once it exited")
+	grace := addGrace(fs)
 	commit := fs.String("commit", "", "guarded `PREFIX-URL` to commit when the command exits 0: the command writes with \"objlease batch put --token $OBJLEASE_TOKEN $OBJLEASE_COMMIT_URL NAME\"")
 	allowEmpty := addAllowEmpty(fs, "with --commit: commit even if the command wrote nothing, replacing the committed set with an empty one (refused otherwise, exit 64)")
 	var shellLine *string
@@ -150,7 +149,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 				c.release(sl.Lease)
 				return opErr("run", url, i)
 			}
-			return c.runHolding(url, sl.Lease, argv, grace, "", false, "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
+			return c.runHolding(url, sl.Lease, argv, *grace, "", false, "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
 		}
 		cl, err := c.client(ctx, &lf, url)
 		if err != nil {
@@ -166,7 +165,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 			c.release(l)
 			return opErr("run", url, i)
 		}
-		return c.runHolding(url, l, argv, grace, *commit, *allowEmpty)
+		return c.runHolding(url, l, argv, *grace, *commit, *allowEmpty)
 	}
 }
 
@@ -211,56 +210,86 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 	return sl, store, nil
 }
 
+// addGrace registers --grace: how long a command told to stop has between
+// SIGTERM and SIGKILL.
+func addGrace(fs *flagSet) *time.Duration {
+	grace := 10 * time.Second
+	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "after the lease is lost, how long the command has between SIGTERM and SIGKILL, as a `duration` (default 10s); on Linux also what the command left running once it exited")
+	return &grace
+}
+
 // runHolding runs argv while l is held, and returns its exit status. env
 // is added to the command's environment.
 func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string, allowEmpty bool, env ...string) error {
+	if commit != "" {
+		env = append(env, "OBJLEASE_COMMIT_URL="+commit)
+	}
+	t, err := c.startHolding(url, l, argv, grace, env...)
+	if err != nil {
+		c.release(l)
+		return startErr("run", url, argv[0], err)
+	}
+	// Nothing releases the lease before the command exits.
+	lost := c.tend(t, c.signals, l.Done(), func() {
+		c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", reason(l.Err(), url), grace))
+	}, grace)
+	status, how, err := t.ended()
+	if err != nil {
+		c.release(l)
+		return startErr("run", url, argv[0], err)
+	}
+	if lost {
+		return fmt.Errorf("run %s: command stopped (%s): %w", url, how, objlease.ErrLeaseLost)
+	}
+	if commit != "" && status == 0 {
+		// The commit is fenced by the store, not by still holding the
+		// lease; it is refused if a newer token has committed.
+		if err := c.commitAfterRun(commit, l.Token(), allowEmpty); err != nil {
+			c.release(l)
+			return err
+		}
+	}
+	if err := c.release(l); errors.Is(err, objlease.ErrLeaseLost) {
+		return fmt.Errorf("run %s: the lease was lost before the command exited (%s): %w", url, how, err)
+	}
+	if status != 0 {
+		return exitStatus(status)
+	}
+	return nil
+}
+
+// startHolding starts argv, in a process group of its own (on Linux under
+// a supervisor), with the lease l and url in its environment
+// (OBJLEASE_TOKEN, OBJLEASE_HOLDER, OBJLEASE_URL) and env added.
+func (c *cli) startHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, env ...string) (task, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	cmd.Env = append(leaseEnv(url, l), env...)
-	if commit != "" {
-		cmd.Env = append(cmd.Env, "OBJLEASE_COMMIT_URL="+commit)
-	}
 	t, err := startCommand(cmd, grace)
 	if err != nil {
-		c.release(l)
-		return startErr(url, argv[0], err)
+		return nil, err
 	}
 	c.log.Debug("command started", slog.Int("pid", t.pid()), slog.Uint64("token", l.Token()))
+	return t, nil
+}
 
-	lost := l.Done() // nothing releases the lease before the command exits
+// tend waits until the command t has exited, passing every signal
+// from signals on to its process group. Once stop is closed it calls
+// stopping (which says why), sends the command SIGTERM, and SIGKILL after
+// grace. It reports whether stop closed before the command exited.
+func (c *cli) tend(t task, signals <-chan os.Signal, stop <-chan struct{}, stopping func(), grace time.Duration) bool {
+	stopped := false
 	var kill <-chan time.Time
 	for {
 		select {
 		case <-t.done():
-			status, how, err := t.ended()
-			if err != nil {
-				c.release(l)
-				return startErr(url, argv[0], err)
-			}
-			if lost == nil {
-				return fmt.Errorf("run %s: command stopped (%s): %w", url, how, objlease.ErrLeaseLost)
-			}
-			if commit != "" && status == 0 {
-				// The commit is fenced by the store, not by still holding the
-				// lease; it is refused if a newer token has committed.
-				if err := c.commitAfterRun(commit, l.Token(), allowEmpty); err != nil {
-					c.release(l)
-					return err
-				}
-			}
-			if err := c.release(l); errors.Is(err, objlease.ErrLeaseLost) {
-				return fmt.Errorf("run %s: the lease was lost before the command exited (%s): %w", url, how, err)
-			}
-			if status != 0 {
-				return exitStatus(status)
-			}
-			return nil
-		case s := <-c.signals:
+			return stopped
+		case s := <-signals:
 			c.log.Debug("passing signal on to the command", slog.String("signal", s.String()))
 			c.signal(t, s)
-		case <-lost:
-			lost = nil
-			c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", reason(l.Err(), url), grace))
+		case <-stop:
+			stop, stopped = nil, true
+			stopping()
 			c.signal(t, syscall.SIGTERM)
 			timer := time.NewTimer(grace)
 			defer timer.Stop()
@@ -307,15 +336,15 @@ func shellArgv(line string) []string {
 	return []string{"/bin/sh", "-c", line}
 }
 
-// startErr is the failure to start argv0.
-func startErr(url, argv0 string, err error) error {
+// startErr is op's failure to start argv0.
+func startErr(op, url, argv0 string, err error) error {
 	if errors.Is(err, errCannotStart) {
-		return fmt.Errorf("run %s: cannot start %s: %w", url, argv0, err)
+		return fmt.Errorf("%s %s: cannot start %s: %w", op, url, argv0, err)
 	}
 	if !errors.Is(err, errNotFound) && !errors.Is(err, exec.ErrNotFound) && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("run %s: cannot start %s: %w (%w)", url, argv0, errCannotStart, err)
+		return fmt.Errorf("%s %s: cannot start %s: %w (%w)", op, url, argv0, errCannotStart, err)
 	}
-	return &startError{msg: fmt.Sprintf("run %s: cannot start %s: %v: %s", url, argv0, errNotFound, notFoundHint(argv0)), err: err}
+	return &startError{msg: fmt.Sprintf("%s %s: cannot start %s: %v: %s", op, url, argv0, errNotFound, notFoundHint(argv0)), err: err}
 }
 
 // startError is a command that was not found, with a hint naming what was
