@@ -59,14 +59,14 @@ var exitCodes = []struct {
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
 		fence.ErrVersionsRepeat, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
 		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty)"},
-	{76, []error{objlease.ErrLeaseLost}, "run, hold: the lease was lost while held"},
+	{76, []error{objlease.ErrLeaseLost}, "run, hold, elect: the lease was lost while held"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
 	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},
 		"the object at the key is not an objlease record (or is of a newer schema), left alone unless --force is given; or it is a fenced data object, or a lease record where fenced data was meant, never overwritten; or its token is the largest there can be; or, with --force, nothing shows the highest token issued (give --min-token or --fenced)"},
 	{75, []error{objlease.ErrHeld, errNotAcquired}, "the lease was not acquired: held by another holder past --timeout (release: held by another holder)"},
 	{1, []error{errNoLease, providers.ErrNotFound, errUnsafe, bench.ErrViolation}, "inspect, release: there is no lease at the key; batch show: nothing has been committed under the prefix; doctor: the store does not enforce conditional writes; bench: two holders held a lease at once"},
-	{126, []error{errCannotStart}, "run: the command could not be started"},
-	{127, []error{errNotFound}, "run: the command was not found"},
+	{126, []error{errCannotStart}, "run, elect, group join: the command could not be started"},
+	{127, []error{errNotFound}, "run, elect, group join: the command was not found"},
 	{69, []error{providers.ErrUnreachable}, "store unreachable (no connection could be made), or the store failed"},
 }
 
