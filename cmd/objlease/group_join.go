@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os/exec"
 	"syscall"
@@ -24,17 +22,18 @@ const (
 // shard it owns, until a signal ends ctx or an error waiting cannot cure.
 func (c *cli) groupJoin(ctx context.Context, lf *leaseFlags, url string, argv []string, grace time.Duration) error {
 	if _, err := exec.LookPath(argv[0]); err != nil {
-		sentinel := errCannotStart
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			sentinel = errNotFound
-		}
-		return fmt.Errorf("group join %s: cannot start %s: %w (%w)", url, argv[0], sentinel, err)
+		return startErr("group join", url, argv[0], err)
 	}
 	store, prefix, err := c.open(ctx, url, false)
 	if err != nil {
 		return opErr("group join", url, err)
 	}
 	defer store.Close()
+	// A worker of a group with no shards waits for some; say so, or it
+	// looks hung.
+	if v, err := shard.Describe(ctx, store, prefix); err == nil && len(v.Shards) == 0 {
+		c.log.Warn(fmt.Sprintf("the group has no shards yet (nothing under %s): define them with \"objlease group define %s ID...\"; waiting for them", shard.ShardsPrefix(prefix), url))
+	}
 	opts := lf.options(c.log)
 	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
 	if err != nil {
