@@ -188,6 +188,10 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 		store.Close()
 		return nil, nil, err
 	}
+	w := &waiting{c: c, ttl: opts.TTL, say: func(held *objlease.HeldError, _ bool) {
+		c.say(fmt.Sprintf("waiting for one of the %d slots at %s: all held; the first due, %s, is held by %s (token %d), earliest takeover by this observer in %s, if it stops renewing",
+			n, rawURL, held.Key, showHolder(held.Holder), held.Token, roundDuration(held.Wait)))
+	}}
 	var sl *semaphore.Slot
 	switch {
 	case timeout.set && timeout.d == 0:
@@ -195,13 +199,13 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 	case timeout.set:
 		tctx, cancel := context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within %s", errNotAcquired, timeout))
 		defer cancel()
-		sl, err = sem.Acquire(tctx)
+		sl, err = sem.AcquireReporting(tctx, w.progress)
 		var held *objlease.HeldError
 		if _, ok := interrupted(ctx); err != nil && !ok && tctx.Err() != nil && errors.As(err, &held) {
 			err = &timeoutError{context.Cause(tctx), held} // say who held the slot due first
 		}
 	default:
-		sl, err = sem.Acquire(ctx)
+		sl, err = sem.AcquireReporting(ctx, w.progress)
 	}
 	if err != nil {
 		store.Close()

@@ -47,29 +47,43 @@ func (c *cli) await(ctx context.Context, cl *objlease.Client, timeout *waitFlag)
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within %s", errNotAcquired, timeout))
 		defer cancel()
 	}
-	var last *objlease.HeldError
-	var storeErr error
-	var news waitNews
-	ttl := cl.Options().TTL
-	l, err := objlease.Await(ctx, cl, cl.TryAcquire, func(p objlease.Progress) {
-		if p.Held == nil {
-			storeErr = p.Err
-			return
-		}
-		storeErr = nil
-		first := last == nil || p.Held.Holder != last.Holder || p.Held.Token != last.Token
-		last = p.Held
-		if news.changed(p, ttl) && c.progress() {
-			c.sayHeld(ctx, cl, p.Held, first)
-		}
-	})
+	w := &waiting{c: c, ttl: cl.Options().TTL, say: func(held *objlease.HeldError, first bool) {
+		c.sayHeld(ctx, cl, held, first)
+	}}
+	l, err := objlease.Await(ctx, cl, cl.TryAcquire, w.progress)
 	switch {
 	case err == nil:
 		return l, nil
 	case ctx.Err() != nil && !permanent(err):
-		return nil, waitEnded(ctx, last, storeErr)
+		return nil, waitEnded(ctx, w.last, w.storeErr)
 	}
 	return nil, err
+}
+
+// waiting follows one wait's progress: who held the lease last, the last
+// store failure, and when to say again who holds it (through say, on a
+// terminal or with -v).
+type waiting struct {
+	c        *cli
+	ttl      time.Duration
+	say      func(held *objlease.HeldError, first bool)
+	last     *objlease.HeldError
+	storeErr error
+	news     waitNews
+}
+
+// progress is the objlease.Await hook.
+func (w *waiting) progress(p objlease.Progress) {
+	if p.Held == nil {
+		w.storeErr = p.Err
+		return
+	}
+	w.storeErr = nil
+	first := w.last == nil || p.Held.Holder != w.last.Holder || p.Held.Token != w.last.Token
+	w.last = p.Held
+	if w.news.changed(p, w.ttl) && w.c.progress() {
+		w.say(p.Held, first)
+	}
 }
 
 // waitEnded is why a wait ended early: a signal; or --timeout, with the

@@ -376,10 +376,18 @@ func (s *Semaphore) confirm(ctx context.Context, i int, l *objlease.Lease) (*Slo
 // bucket, refused credentials, a slot that is not a lease record, a size
 // other than the recorded one) end it at once.
 func (s *Semaphore) Acquire(ctx context.Context) (*Slot, error) {
+	return s.AcquireReporting(ctx, nil)
+}
+
+// AcquireReporting is Acquire, calling progress (if not nil) after every
+// attempt that took no slot, as objlease.Await does: Progress.Held names
+// the slot due to expire first, its holder and token, and Takeover when
+// it could first be taken over.
+func (s *Semaphore) AcquireReporting(ctx context.Context, progress func(objlease.Progress)) (*Slot, error) {
 	s.mu.Lock()
 	c := s.clients[0]
 	s.mu.Unlock()
-	return objlease.Await(ctx, c, s.TryAcquire, nil)
+	return objlease.Await(ctx, c, s.TryAcquire, progress)
 }
 
 // Status is what Inspect reports.

@@ -654,3 +654,37 @@ func TestAcquireEndsWithContext(t *testing.T) {
 		}
 	})
 }
+
+func TestAcquireReportingNamesTheSlotDueFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := mem.New()
+		clk := clock.NewFake(epoch)
+		a := mustAcquire(t, newSem(t, store, 2, "a", clk))
+		defer a.Release(context.Background())
+		b := mustAcquire(t, newSem(t, store, 2, "b", clk))
+		defer b.Release(context.Background())
+		ctx, cancel := context.WithCancel(context.Background())
+		seen := make(chan objlease.Progress, 16)
+		done := make(chan error, 1)
+		go func() {
+			_, err := newSem(t, store, 2, "c", clk).AcquireReporting(ctx, func(p objlease.Progress) {
+				select {
+				case seen <- p:
+				default:
+				}
+			})
+			done <- err
+		}()
+		waitSettled(t, clk, 1)
+		cancel()
+		<-done
+		select {
+		case p := <-seen:
+			if p.Held == nil || (p.Held.Holder != "a" && p.Held.Holder != "b") || p.Takeover.IsZero() {
+				t.Fatalf("progress %+v (held %+v), want the slot due first, held by a or b, with a takeover time", p, p.Held)
+			}
+		default:
+			t.Fatal("no progress reported while every slot was held")
+		}
+	})
+}
