@@ -188,7 +188,7 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 		store.Close()
 		return nil, nil, err
 	}
-	w := &waiting{c: c, ttl: opts.TTL, say: func(held *objlease.HeldError, _ bool) {
+	w := &waiting{ctx: ctx, c: c, ttl: opts.TTL, say: func(held *objlease.HeldError, _ bool) {
 		c.say(fmt.Sprintf("waiting for one of the %d slots at %s: all held; the first due, %s, is held by %s (token %d), earliest takeover by this observer in %s, if it stops renewing",
 			n, rawURL, held.Key, showHolder(held.Holder), held.Token, roundDuration(held.Wait)))
 	}}

@@ -47,7 +47,7 @@ func (c *cli) await(ctx context.Context, cl *objlease.Client, timeout *waitFlag)
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within %s", errNotAcquired, timeout))
 		defer cancel()
 	}
-	w := &waiting{c: c, ttl: cl.Options().TTL, say: func(held *objlease.HeldError, first bool) {
+	w := &waiting{ctx: ctx, c: c, ttl: cl.Options().TTL, say: func(held *objlease.HeldError, first bool) {
 		c.sayHeld(ctx, cl, held, first)
 	}}
 	l, err := objlease.Await(ctx, cl, cl.TryAcquire, w.progress)
@@ -64,6 +64,7 @@ func (c *cli) await(ctx context.Context, cl *objlease.Client, timeout *waitFlag)
 // store failure, and when to say again who holds it (through say, on a
 // terminal or with -v).
 type waiting struct {
+	ctx      context.Context // the wait's: an attempt it cut short is no store failure
 	c        *cli
 	ttl      time.Duration
 	say      func(held *objlease.HeldError, first bool)
@@ -75,7 +76,9 @@ type waiting struct {
 // progress is the objlease.Await hook.
 func (w *waiting) progress(p objlease.Progress) {
 	if p.Held == nil {
-		w.storeErr = p.Err
+		if w.ctx.Err() == nil {
+			w.storeErr = p.Err
+		}
 		return
 	}
 	w.storeErr = nil

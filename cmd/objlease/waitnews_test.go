@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -57,5 +60,20 @@ func TestWaitNewsOnlyOnChange(t *testing.T) {
 	step(held("carol", 3, now, ttl))
 	if lines != 4 {
 		t.Fatalf("after a store failure: %d lines, want 4", lines)
+	}
+}
+
+// A wait that its own -w or --timeout ends cuts the attempt in flight
+// short; that attempt's error is no store failure, so the wait ends as
+// "held" (75), not "store unreachable" (69). Under load this happened
+// whenever the deadline fell during a read.
+func TestWaitCutByItsTimeoutEndsAsHeld(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	w := &waiting{ctx: ctx, c: &cli{stderr: io.Discard}, ttl: time.Second, say: func(*objlease.HeldError, bool) {}}
+	w.progress(objlease.Progress{Held: &objlease.HeldError{Key: "k", Holder: "alice", Token: 1, Wait: time.Second}, Takeover: time.Now().Add(time.Second)})
+	cancel(fmt.Errorf("%w within -w 1s", errNotAcquired))
+	w.progress(objlease.Progress{Err: fmt.Errorf("read \"k\": %w", context.Canceled)})
+	if code := exitCodeOf(waitEnded(ctx, w.last, w.storeErr)); code != exitHeld {
+		t.Fatalf("exit %d, want %d (held)", code, exitHeld)
 	}
 }
