@@ -5,9 +5,11 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -59,10 +61,20 @@ func inspect(err error) answer {
 	if (a.status >= 400 && a.status < 500 || a.status == 501) && !head && re.Response.ContentLength != 0 {
 		text := http.StatusText(a.status)
 		var syntax *xml.SyntaxError
-		a.notS3 = errors.As(err, &de) || errors.As(err, &syntax) ||
-			ae != nil && ae.ErrorCode() == strings.ReplaceAll(text, " ", "") && ae.ErrorMessage() == text
+		// A body cut off in transit is lost, not foreign: the status line
+		// still says what the store answered.
+		a.notS3 = !bodyLost(err) && (errors.As(err, &de) || errors.As(err, &syntax) ||
+			ae != nil && ae.ErrorCode() == strings.ReplaceAll(text, " ", "") && ae.ErrorMessage() == text)
 	}
 	return a
+}
+
+// bodyLost says reading the reply failed on the connection (it closed or
+// reset mid-body), as opposed to the body arriving and not parsing.
+func bodyLost(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET)
 }
 
 // request says what a failed request was for, which decides what some

@@ -373,3 +373,28 @@ func TestNotAnS3Endpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorBodyCut: a refusal whose body the connection lost mid-way (MinIO
+// closes the connection after a 403 to a PUT whose body it did not read) is
+// still the refusal its status line says, not a foreign endpoint.
+func TestErrorBodyCut(t *testing.T) {
+	const body = `<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
+		`<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match`
+	for _, op := range []string{"create", "replace", "get", "list"} {
+		t.Run(op, func(t *testing.T) {
+			s, _ := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				conn, buf, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					panic(err)
+				}
+				defer conn.Close()
+				fmt.Fprintf(buf, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n\r\n%s", len(body)+200, body)
+				buf.Flush()
+			})
+			err := do(t.Context(), s, op, "k")
+			if !errors.Is(err, providers.ErrPermission) || errors.Is(err, providers.ErrWrongEndpoint) {
+				t.Fatalf("%s answered 403 with its body cut: %v, want ErrPermission", op, err)
+			}
+		})
+	}
+}
