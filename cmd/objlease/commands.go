@@ -541,7 +541,7 @@ func (c *cli) listRow(ctx context.Context, store providers.Store, lf *leaseFlags
 	}
 	var re *objlease.RecordError
 	if errors.As(err, &re) {
-		return nil, re.Reason, nil
+		return nil, plainReason(obj.Data, re), nil
 	}
 	return nil, err.Error(), nil
 }

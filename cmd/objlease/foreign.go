@@ -40,6 +40,16 @@ func foreignObject(ctx context.Context, store providers.Store, key string, err e
 	return &tagged{fmt.Sprintf("the object at %q is not an objlease lease record: %s%s", key, what, hint), objlease.ErrBadRecord}
 }
 
+// plainReason says why data, an object that is not a valid lease record,
+// is not one: in describeObject's words, or in the record's own reason
+// where that says it better.
+func plainReason(data []byte, re *objlease.RecordError) string {
+	if what, _ := describeObject(data); what != "" {
+		return what
+	}
+	return re.Reason
+}
+
 // describeObject says what b, which is not a valid lease record, is; damaged
 // is set for a record with the schema field whose other fields are wrong.
 // It returns "" where the record's own reason says it better (a field out

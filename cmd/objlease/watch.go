@@ -482,18 +482,19 @@ func (w *watcher) read(ctx context.Context, key, listed string) error {
 	case !errors.As(err, &re):
 		return err
 	}
-	version := listed
-	if version == "" {
-		a, serr := w.store.Stat(ctx, key)
-		switch {
-		case errors.Is(serr, providers.ErrNotFound):
-			return w.print(w.t.observe(now, key, "", nil, ""))
-		case serr != nil:
-			return serr
-		}
-		version = a.Version
+	// Read the object itself, to say what it is in plain words.
+	obj, gerr := w.store.Get(ctx, key, objlease.MaxRecordSize)
+	switch {
+	case errors.Is(gerr, providers.ErrNotFound):
+		return w.print(w.t.observe(now, key, "", nil, ""))
+	case gerr != nil:
+		return gerr
 	}
-	return w.print(w.t.observe(now, key, version, nil, re.Reason))
+	version := listed // what the next listing is compared with
+	if version == "" {
+		version = obj.Attrs.Version
+	}
+	return w.print(w.t.observe(now, key, version, nil, plainReason(obj.Data, re)))
 }
 
 func (w *watcher) print(evs []watchEvent) error {
