@@ -667,6 +667,9 @@ func (r *retry) next(err error, poll time.Duration) (time.Duration, bool) {
 			return held.Wait + time.Millisecond, true
 		}
 		return poll, true
+	case errors.Is(err, ErrNotYet):
+		r.failures = 0
+		return poll, true
 	case errors.Is(err, providers.ErrThrottled), errors.Is(err, providers.ErrConflict),
 		errors.Is(err, providers.ErrUnknownOutcome), errors.Is(err, providers.ErrPrecondition):
 		return poll, true

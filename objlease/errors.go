@@ -53,6 +53,10 @@ var (
 	// ErrSessionClosed: the client's Session has been closed (see
 	// Session.Close); it sends no more requests.
 	ErrSessionClosed = errors.New("session closed")
+	// ErrNotYet: an attempt given to Await found nothing to act on yet (a
+	// watcher waiting for any leader at all, say). Await tries it again
+	// after the client's PollInterval, with no backoff and no warning.
+	ErrNotYet = errors.New("nothing to act on yet")
 )
 
 // HeldError reports who holds a lease that could not be acquired.

@@ -167,7 +167,8 @@ type Progress struct {
 	// the lease was not seen held).
 	Takeover time.Time
 	// Err is the attempt's error when the lease was not seen held: a store
-	// failure, a race or throttling, all of which the loop tries again.
+	// failure, a race, throttling or ErrNotYet, all of which the loop tries
+	// again.
 	Err error
 	// Next is when, on the client's clock, the loop tries again.
 	Next time.Time
@@ -179,8 +180,9 @@ type Progress struct {
 // on this package (election, semaphore, shard, the objlease command) all
 // wait in it or on its schedule. attempt's errors decide the schedule: a
 // *HeldError (errors.As) for c's own key is read again on the holder's
-// renewal phase (see Acquire), one for another key, or any other error,
-// plainly with c's PollInterval and backoff. After each attempt that does
+// renewal phase (see Acquire); one for another key, and ErrNotYet, every
+// PollInterval at most; other errors every PollInterval, with backoff
+// while the store keeps failing. After each attempt that does
 // not end the wait, progress, if not nil, is told who holds the lease and
 // when the next attempt comes. When ctx ends, the error wraps its cause
 // and the last attempt's error.

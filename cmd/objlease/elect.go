@@ -381,10 +381,8 @@ func (c *cli) listenLeader(ctx context.Context, cl *objlease.Client, asJSON bool
 			// Await reads a held lease again on its holder's renewal phase.
 			return struct{}{}, &objlease.HeldError{Key: st.Key, Holder: ev.Holder, Token: ev.Token, Data: st.Record.Data, Wait: st.ExpiresIn}
 		}
-		// No leader: the next change can come at any time. A *HeldError
-		// for no key of this client's is read again plainly, every
-		// PollInterval, with no backoff and no warning.
-		return struct{}{}, &objlease.HeldError{Wait: cl.Options().PollInterval}
+		// No leader: the next change can come at any time.
+		return struct{}{}, objlease.ErrNotYet
 	}
 	_, err := objlease.Await(lctx, cl, read, nil)
 	switch {
