@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -396,5 +397,22 @@ func TestErrorBodyCut(t *testing.T) {
 				t.Fatalf("%s answered 403 with its body cut: %v, want ErrPermission", op, err)
 			}
 		})
+	}
+}
+
+// TestErrorBodyLostLocally: the error as the SDK reported it in a CI run
+// against MinIO: the 403's body could not be read because the connection
+// had already been closed on this side.
+func TestErrorBodyLostLocally(t *testing.T) {
+	closed := &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}
+	err := &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject", Err: &smithyhttp.ResponseError{
+		Response: &smithyhttp.Response{Response: &http.Response{
+			StatusCode: http.StatusForbidden, ContentLength: 300, Request: &http.Request{Method: http.MethodPut},
+		}},
+		Err: &smithy.DeserializationError{Err: fmt.Errorf("failed to copy error response body, %w", closed)},
+	}}
+	s := &store{bucket: testBucket}
+	if got := s.mapError("create", "k", write, err); !errors.Is(got, providers.ErrPermission) || errors.Is(got, providers.ErrWrongEndpoint) {
+		t.Errorf("403 with its body lost on a closed connection: %v, want ErrPermission", got)
 	}
 }
