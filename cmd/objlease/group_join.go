@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/exec"
@@ -64,10 +65,22 @@ func (c *cli) shardWork(ctx context.Context, url string, s *shard.Shard, argv []
 	log := c.log.With(slog.String("shard", s.ID), slog.Uint64("token", s.Token()))
 	backoff := shardRestartMin
 	for {
+		// A restart after a back-off in which the lease was lost, or a
+		// pause that ran past its validity, would run with a token that is
+		// no longer this member's.
+		if !stillHeld(ctx, s.Lease) {
+			why := "its validity has run out"
+			if ctx.Err() != nil {
+				why = reason(context.Cause(ctx), "")
+			}
+			log.Warn(fmt.Sprintf("shard %s is no longer held (%s); its command is not started again", s.ID, why))
+			<-ctx.Done()
+			return
+		}
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stdout, cmd.Stderr = c.stdout, c.stderr // stdin: /dev/null
 		cmd.Env = append(leaseEnv(url, s.Lease), "OBJLEASE_SHARD="+s.ID)
-		t, err := startTask(cmd, grace, false)
+		t, err := startTask(cmd, grace, false, s.Lease)
 		if err == nil {
 			log.Info("shard command started", slog.Int("pid", t.pid()))
 			select {
@@ -88,6 +101,11 @@ func (c *cli) shardWork(ctx context.Context, url string, s *shard.Shard, argv []
 				return
 			}
 		}
+		if errors.Is(err, objlease.ErrLeaseLost) {
+			log.Warn(fmt.Sprintf("shard %s: %v; its command is not started again", s.ID, err))
+			<-ctx.Done()
+			return
+		}
 		if err != nil {
 			log.Error(fmt.Sprintf("cannot start %s: %v; trying again in %v", argv[0], err, backoff))
 		}
@@ -98,6 +116,12 @@ func (c *cli) shardWork(ctx context.Context, url string, s *shard.Shard, argv []
 		}
 		backoff = min(2*backoff, shardRestartMax)
 	}
+}
+
+// stillHeld reports whether a command may start under l: ctx (l's or
+// narrower) has not ended and l's validity has not run out.
+func stillHeld(ctx context.Context, l validity) bool {
+	return ctx.Err() == nil && l.ValidFor() > 0
 }
 
 // stopShard stops t, the command of shard s, whose context ctx has ended:

@@ -269,7 +269,7 @@ func (c *cli) startHolding(url string, l *objlease.Lease, argv []string, grace t
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	cmd.Env = append(leaseEnv(url, l), env...)
-	t, err := startCommand(cmd, grace)
+	t, err := startCommand(cmd, grace, l)
 	if err != nil {
 		return nil, err
 	}
@@ -342,6 +342,9 @@ func shellArgv(line string) []string {
 
 // startErr is op's failure to start argv0.
 func startErr(op, url, argv0 string, err error) error {
+	if errors.Is(err, objlease.ErrLeaseLost) {
+		return fmt.Errorf("%s %s: %s not started: %w", op, url, argv0, err)
+	}
 	if errors.Is(err, errCannotStart) {
 		return fmt.Errorf("%s %s: cannot start %s: %w", op, url, argv0, err)
 	}

@@ -10,11 +10,23 @@ import (
 
 // startCommand starts cmd itself: without Linux's parent-death signal and
 // child subreapers, a supervisor could not follow what it starts.
-func startCommand(cmd *exec.Cmd, _ time.Duration) (task, error) { return startDirect(cmd, true) }
+// Nothing stops the command on its own clock if run is stopped: see
+// docs/cli.md.
+func startCommand(cmd *exec.Cmd, _ time.Duration, _ validity) (task, error) {
+	return startDirect(cmd, true)
+}
 
 // startTask is startCommand; with tty false the command is never given
 // the terminal.
-func startTask(cmd *exec.Cmd, _ time.Duration, tty bool) (task, error) { return startDirect(cmd, tty) }
+func startTask(cmd *exec.Cmd, _ time.Duration, tty bool, _ validity) (task, error) {
+	return startDirect(cmd, tty)
+}
+
+// validity is what a supervisor would need of a lease: *objlease.Lease.
+type validity interface {
+	ValidFor() time.Duration
+	Done() <-chan struct{}
+}
 
 // superviseCmd is Linux's only.
 const superviseCmd = "_supervise"

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/objlease/objlease/objlease"
 )
 
 // On Linux, run does not start COMMAND itself but a supervisor: this
@@ -37,7 +39,16 @@ import (
 //     SIGKILL after --grace, and exits once the last of them has; run keeps
 //     the lease until then;
 //   - reports how COMMAND ended on a pipe (its file descriptor 3), since
-//     its own exit status cannot say "killed by signal N".
+//     its own exit status cannot say "killed by signal N";
+//   - reads, on a second pipe (its file descriptor 4), the end of the
+//     lease's validity each time a renewal moves it, as a CLOCK_BOOTTIME
+//     reading, and when that moment passes without a newer one it stops
+//     the tree as run would have (SIGTERM, SIGKILL after --grace) on its
+//     own, whatever state run is in: stopped (SIGSTOP, a debugger, a
+//     freezer aimed at run), starved or hung. CLOCK_BOOTTIME counts
+//     suspend and is one clock for both processes, so no two clocks need
+//     agree. A validity already over when the supervisor starts means
+//     COMMAND is not started at all.
 //
 // The supervisor is in a process group of its own, apart from run's and
 // COMMAND's: a signal sent to run's group (a Ctrl-C when run does not hold
@@ -57,24 +68,33 @@ type supervised struct {
 }
 
 // startCommand starts cmd (with its Path, Args, Env and standard files
-// set) under a supervisor. A command that cannot be started is found out
+// set) under a supervisor, which stops it once l's validity ends unless
+// renewals move that end. A command that cannot be started is found out
 // before it, or reported by it once it has exited.
-func startCommand(cmd *exec.Cmd, grace time.Duration) (task, error) {
-	return startTask(cmd, grace, true)
+func startCommand(cmd *exec.Cmd, grace time.Duration, l validity) (task, error) {
+	return startTask(cmd, grace, true, l)
 }
 
 // startTask is startCommand; with tty false the command is never given
 // the terminal (group join runs several at once, none in the foreground).
-func startTask(cmd *exec.Cmd, grace time.Duration, tty bool) (task, error) {
+func startTask(cmd *exec.Cmd, grace time.Duration, tty bool, l validity) (task, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err // not found on $PATH
 	}
+	dr, dw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer dr.Close()
+	// The first deadline is in the pipe before the supervisor starts.
+	told := tellDeadline(dw, l, 0)
 	args := []string{os.Args[0], superviseCmd, "--grace", grace.String(), "--parent", strconv.Itoa(os.Getpid())}
 	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); tty && err == nil && fg == syscall.Getpgrp() {
 		args = append(args, "--tty", strconv.Itoa(fg))
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		dw.Close()
 		return nil, err
 	}
 	// /proc/self/exe is this binary even if the file has been replaced
@@ -87,7 +107,7 @@ func startTask(cmd *exec.Cmd, grace time.Duration, tty bool) (task, error) {
 		Stdin:      cmd.Stdin,
 		Stdout:     cmd.Stdout,
 		Stderr:     cmd.Stderr,
-		ExtraFiles: []*os.File{w},
+		ExtraFiles: []*os.File{w, dr},
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:   true,
 			Pdeathsig: killTreeSignal,
@@ -97,9 +117,65 @@ func startTask(cmd *exec.Cmd, grace time.Duration, tty bool) (task, error) {
 	w.Close()
 	if err != nil {
 		r.Close()
+		dw.Close()
 		return nil, err
 	}
+	go tellDeadlines(dw, l, told, exited)
 	return &supervised{sup: sup, status: r, exited: exited}, nil
+}
+
+// validity is what the supervisor needs of a lease: *objlease.Lease.
+type validity interface {
+	ValidFor() time.Duration
+	Done() <-chan struct{}
+}
+
+// deadlinePoll is how often run reads its lease's validity to tell the
+// supervisor a later end: renewals come every TTL/3 (at least 33 ms
+// apart), so the end told lags the true one by at most this, and is never
+// later than it.
+const deadlinePoll = 100 * time.Millisecond
+
+// tellDeadline writes l's validity end to w if it is later than told (a
+// CLOCK_BOOTTIME reading, read before ValidFor, so that the end told is
+// never later than the true one), and returns the end told.
+func tellDeadline(w *os.File, l validity, told time.Duration) time.Duration {
+	now := bootNow()
+	end := now + max(l.ValidFor(), 0)
+	if end > told {
+		if _, err := fmt.Fprintf(w, "%d\n", end); err != nil {
+			return told
+		}
+		told = end
+	}
+	return told
+}
+
+// tellDeadlines tells the supervisor each later end of l's validity until
+// l ends (the last end told stands) or the supervisor exits.
+func tellDeadlines(w *os.File, l validity, told time.Duration, exited <-chan struct{}) {
+	defer w.Close()
+	tick := time.NewTicker(deadlinePoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			told = tellDeadline(w, l, told)
+		case <-l.Done():
+			return
+		case <-exited:
+			return
+		}
+	}
+}
+
+// bootNow reads CLOCK_BOOTTIME.
+func bootNow() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		panic("CLOCK_BOOTTIME: " + err.Error()) // Linux has had it since 2.6.39
+	}
+	return time.Duration(ts.Nano())
 }
 
 func (s *supervised) pid() int                   { return s.sup.Process.Pid }
@@ -122,6 +198,8 @@ func (s *supervised) ended() (int, string, error) {
 		return 0, "", fmt.Errorf("%w (%s)", errNotFound, rest)
 	case "cannotstart":
 		return 0, "", fmt.Errorf("%w (%s)", errCannotStart, rest)
+	case "expired":
+		return 0, "", fmt.Errorf("%w: %s", objlease.ErrLeaseLost, rest)
 	}
 	// The supervisor died before it could report (it was killed).
 	ps := s.sup.ProcessState
@@ -156,19 +234,20 @@ func (c *cli) superviseCmd(fs *flagSet) action {
 		if len(pos) < 2 {
 			return usagef("%s is run's own helper: %s --parent PID -- PATH ARGV...", superviseCmd, superviseCmd)
 		}
-		report := os.NewFile(3, "status")
-		if report == nil {
-			return usagef("%s is run's own helper: it reports on file descriptor 3", superviseCmd)
+		report, deadlines := os.NewFile(3, "status"), os.NewFile(4, "deadlines")
+		if report == nil || deadlines == nil {
+			return usagef("%s is run's own helper: it reports on file descriptor 3 and reads deadlines on 4", superviseCmd)
 		}
 		syscall.CloseOnExec(3)
-		os.Exit(c.supervise(report, *grace, *parent, *tty, pos[0], pos[1:]))
+		syscall.CloseOnExec(4)
+		os.Exit(c.supervise(report, deadlines, *grace, *parent, *tty, pos[0], pos[1:]))
 		return nil
 	}
 }
 
 // supervise runs path with argv as described at superviseCmd, and returns
 // the supervisor's exit code.
-func (c *cli) supervise(report *os.File, grace time.Duration, parent, tty int, path string, argv []string) int {
+func (c *cli) supervise(report, deadlines *os.File, grace time.Duration, parent, tty int, path string, argv []string) int {
 	// The command's parent-death signal fires when this thread exits.
 	runtime.LockOSThread()
 	killNow := make(chan os.Signal, 1)
@@ -179,6 +258,18 @@ func (c *cli) supervise(report *os.File, grace time.Duration, parent, tty int, p
 	if os.Getppid() != parent {
 		return 1 // run died before this supervisor could start the command
 	}
+	ends := readDeadlines(deadlines)
+	end, ok := <-ends
+	if !ok || bootNow() >= end {
+		fmt.Fprintf(report, "expired the lease's validity ended before the command could start\n")
+		return 1
+	}
+	alarm, err := newBootAlarm()
+	if err != nil {
+		c.log.Warn("no CLOCK_BOOTTIME timer: the validity end is checked every second", "err", err)
+	}
+	alarm.set(end)
+	defer alarm.close()
 	cmd := &exec.Cmd{Path: path, Args: argv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	giveBack := func() {}
@@ -228,9 +319,32 @@ func (c *cli) supervise(report *os.File, grace time.Duration, parent, tty int, p
 	for {
 		select {
 		case s := <-c.signals:
-			if sig, ok := s.(syscall.Signal); ok {
+			// Once the tree is being stopped, run's own SIGTERM for the
+			// same lost lease is not passed on a second time.
+			if sig, ok := s.(syscall.Signal); ok && (level == 0 || sig != syscall.SIGTERM) {
 				_ = syscall.Kill(-pgid, sig)
 			}
+		case e, ok := <-ends:
+			if !ok {
+				ends = nil // run closed it: the last end told stands
+				continue
+			}
+			if e > end {
+				end = e
+				alarm.set(end)
+			}
+		case <-alarm.c:
+			if level != 0 {
+				continue
+			}
+			if bootNow() < end {
+				alarm.set(end) // a timer without CLOCK_BOOTTIME, or moved
+				continue
+			}
+			// The lease's validity is over and run said nothing newer.
+			level = syscall.SIGTERM
+			killTree(pgid, level)
+			graceOver = time.After(grace)
 		case <-killNow:
 			level = syscall.SIGKILL
 			killTree(pgid, level)
