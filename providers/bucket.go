@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/objlease/objlease/providers/driver"
@@ -23,11 +24,16 @@ import (
 //     lower-cased from every store.
 //   - Replace and Delete with an empty version fail with ErrPrecondition:
 //     an SDK that drops an empty If-Match would make them unconditional.
-//   - A context already done fails the call with the context's error before
+//   - A context already done fails the call with the context's cause before
 //     anything is sent, so a write that was never sent never reports
 //     ErrUnknownOutcome.
 //   - Get enforces maxBytes, refusing a larger object with ErrTooLarge
 //     without reading it whole.
+//   - With a request timeout (WithRequestTimeout; the S3, GCS and Azure
+//     providers set DefaultRequestTimeout), a request the store has not
+//     answered by then is abandoned: a read fails with ErrUnreachable, a
+//     write with ErrUnknownOutcome (it may have landed), each saying how
+//     long it waited. A write is given one more second per MiB it sends.
 //   - Every error is an *Error naming the operation and key.
 //   - Every call is counted (see the metrics below).
 //
@@ -40,7 +46,55 @@ import (
 //
 // A Bucket is safe for concurrent use.
 type Bucket struct {
-	d driver.Driver
+	d       driver.Driver
+	timeout time.Duration // per request; 0: none
+}
+
+// DefaultRequestTimeout bounds each request of a remote store (S3, GCS,
+// Azure Blob) unless WithRequestTimeout says otherwise: long enough for a
+// slow reply under load, short enough that a store that accepted the
+// connection and never answers cannot hold a command or a waiter for
+// long. A renewal is bounded sooner, by the lease's own validity.
+const DefaultRequestTimeout = 10 * time.Second
+
+// WithRequestTimeout returns a Bucket over the same driver whose every
+// request is abandoned after d (plus one second per MiB a write sends); 0
+// means no bound but the caller's context.
+func (b *Bucket) WithRequestTimeout(d time.Duration) *Bucket {
+	c := *b
+	c.timeout = max(d, 0)
+	return &c
+}
+
+// A TimeoutError is in the chain of the error of a request that its
+// request timeout abandoned (see WithRequestTimeout); the error also
+// matches ErrUnreachable (a read) or ErrUnknownOutcome (a write).
+type TimeoutError struct{ After time.Duration }
+
+func (t *TimeoutError) Error() string {
+	return fmt.Sprintf("no answer from the store within %v", t.After)
+}
+
+// request returns the context of one request sending size bytes, and a
+// function that, given the request's error, says it timed out: a read
+// becomes ErrUnreachable, a write ErrUnknownOutcome.
+func (b *Bucket) request(ctx context.Context, op, key string, size int) (context.Context, func(err error, write bool) error, context.CancelFunc) {
+	if b.timeout <= 0 {
+		return ctx, func(err error, _ bool) error { return wrap(op, key, err) }, func() {}
+	}
+	cause := &TimeoutError{After: b.timeout + time.Duration(size>>20)*time.Second}
+	rctx, cancel := context.WithTimeoutCause(ctx, cause.After, cause)
+	judge := func(err error, write bool) error {
+		if context.Cause(rctx) != cause {
+			return wrap(op, key, err)
+		}
+		sentinel := ErrUnreachable
+		if write {
+			sentinel = ErrUnknownOutcome
+		}
+		return Wrap(op, key, sentinel, fmt.Errorf("%w: %w", cause, err))
+	}
+	return rctx, judge, cancel
 }
 
 var _ Store = (*Bucket)(nil)
@@ -59,9 +113,11 @@ func (b *Bucket) Get(ctx context.Context, key string, maxBytes int64) (obj *Obje
 	if err := b.begin(ctx, op, key); err != nil {
 		return nil, err
 	}
+	ctx, judge, cancel := b.request(ctx, op, key, 0)
+	defer cancel()
 	r, err := b.d.Read(ctx, key, maxBytes)
 	if err != nil {
-		return nil, wrap(op, key, err)
+		return nil, judge(err, false)
 	}
 	defer r.Body.Close()
 	if maxBytes > 0 && r.Size > maxBytes {
@@ -74,7 +130,7 @@ func (b *Bucket) Get(ctx context.Context, key string, maxBytes int64) (obj *Obje
 	}
 	data, err := io.ReadAll(body)
 	if err != nil {
-		return nil, wrap(op, key, fmt.Errorf("reading body: %w", err))
+		return nil, judge(fmt.Errorf("reading body: %w", err), false)
 	}
 	if maxBytes > 0 && int64(len(data)) > maxBytes {
 		return nil, Wrap(op, key, ErrTooLarge, fmt.Errorf("object has more than %d bytes", maxBytes))
@@ -94,9 +150,11 @@ func (b *Bucket) Stat(ctx context.Context, key string) (a *Attrs, err error) {
 	if err := b.begin(ctx, op, key); err != nil {
 		return nil, err
 	}
+	ctx, judge, cancel := b.request(ctx, op, key, 0)
+	defer cancel()
 	a, err = b.d.Stat(ctx, key)
 	if err != nil {
-		return nil, wrap(op, key, err)
+		return nil, judge(err, false)
 	}
 	a.Key, a.Metadata = key, lowerKeys(a.Metadata)
 	return a, nil
@@ -110,9 +168,11 @@ func (b *Bucket) Create(ctx context.Context, key string, data []byte, metadata m
 	if err := b.beginWrite(ctx, op, key, metadata); err != nil {
 		return WriteResult{}, err
 	}
+	ctx, judge, cancel := b.request(ctx, op, key, len(data))
+	defer cancel()
 	res, err = b.d.Create(ctx, key, data, metadata)
 	if err != nil {
-		return WriteResult{}, wrap(op, key, err)
+		return WriteResult{}, judge(err, true)
 	}
 	return res, nil
 }
@@ -128,9 +188,11 @@ func (b *Bucket) Replace(ctx context.Context, key string, data []byte, metadata 
 	if ifVersion == "" {
 		return WriteResult{}, Wrap(op, key, ErrPrecondition, errors.New("empty version"))
 	}
+	ctx, judge, cancel := b.request(ctx, op, key, len(data))
+	defer cancel()
 	res, err = b.d.Replace(ctx, key, data, metadata, ifVersion)
 	if err != nil {
-		return WriteResult{}, wrap(op, key, err)
+		return WriteResult{}, judge(err, true)
 	}
 	return res, nil
 }
@@ -146,8 +208,10 @@ func (b *Bucket) Delete(ctx context.Context, key string, ifVersion string) (err 
 	if ifVersion == "" {
 		return Wrap(op, key, ErrPrecondition, errors.New("empty version"))
 	}
+	ctx, judge, cancel := b.request(ctx, op, key, 0)
+	defer cancel()
 	if err := b.d.Delete(ctx, key, ifVersion); err != nil {
-		return wrap(op, key, err)
+		return judge(err, true)
 	}
 	return nil
 }
@@ -158,12 +222,14 @@ func (b *Bucket) Delete(ctx context.Context, key string, ifVersion string) (err 
 func (b *Bucket) List(ctx context.Context, prefix, pageToken string, pageSize int) (page ListPage, err error) {
 	const op = "list"
 	defer b.record(ctx, op, &err)
-	if err := ctx.Err(); err != nil {
-		return ListPage{}, &Error{Op: op, Key: prefix, Err: err}
+	if ctx.Err() != nil {
+		return ListPage{}, &Error{Op: op, Key: prefix, Err: context.Cause(ctx)}
 	}
+	ctx, judge, cancel := b.request(ctx, op, prefix, 0)
+	defer cancel()
 	page, err = b.d.List(ctx, prefix, pageToken, pageSize)
 	if err != nil {
-		return ListPage{}, wrap(op, prefix, err)
+		return ListPage{}, judge(err, false)
 	}
 	for i := range page.Objects {
 		page.Objects[i].Metadata = lowerKeys(page.Objects[i].Metadata)
@@ -192,9 +258,11 @@ func (b *Bucket) begin(ctx context.Context, op, key string) error {
 	if why := b.checkKey(key); why != nil {
 		return Wrap(op, key, ErrInvalidKey, why)
 	}
-	if err := ctx.Err(); err != nil {
-		// Nothing was sent, so even a write's outcome is known.
-		return &Error{Op: op, Key: key, Err: err}
+	if ctx.Err() != nil {
+		// Nothing was sent, so even a write's outcome is known. The
+		// cause, not context.Canceled: it says why (a lost lease, a
+		// signal, the caller's deadline).
+		return &Error{Op: op, Key: key, Err: context.Cause(ctx)}
 	}
 	return nil
 }

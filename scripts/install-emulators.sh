@@ -31,6 +31,8 @@ mkdir -p "$dir/bin" "$dir/stamps"
 dir=$(cd "$dir" && pwd) # GOBIN must be absolute
 
 log() { echo "install-emulators: $*" >&2; }
+# shellcheck source=interrupt.sh
+source "$repo/scripts/interrupt.sh"
 die() { log "FAILED: $*"; exit 1; }
 
 # stamped NAME WANT FILE...: the stamp says WANT and every FILE exists.

@@ -39,6 +39,8 @@ modes=${OBJLEASE_EMULATORS:-process docker}
 unset OBJLEASE_EMULATORS
 
 log() { echo "test.sh: $*" >&2; }
+# shellcheck source=interrupt.sh
+source "$repo/scripts/interrupt.sh"
 
 bash "$repo/scripts/install-emulators.sh" || {
 	log "FAILED: installing the emulators"

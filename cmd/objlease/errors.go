@@ -190,6 +190,7 @@ func reason(err error, rawURL string) string {
 	var ste *storeTimeoutError
 	var notHolder *notHolderError
 	var lost *objlease.LostError
+	var timeout *providers.TimeoutError
 	switch {
 	case errors.As(err, &in):
 		return in.Error()
@@ -237,6 +238,12 @@ func reason(err error, rawURL string) string {
 			msg = core(pe)
 		}
 		return msg + " (check ?endpoint= or " + endpointHint(rawURL) + ")"
+	case errors.As(err, &timeout):
+		what := "store unreachable"
+		if errors.Is(err, providers.ErrUnknownOutcome) {
+			what = "outcome of a write unknown (it may have landed)"
+		}
+		return fmt.Sprintf("%s: %v (check ?endpoint= or %s, and the network; --request-timeout sets the wait)", what, timeout, endpointHint(rawURL))
 	case errors.Is(err, providers.ErrUnreachable):
 		why := "no connection could be made"
 		if errors.As(err, &ne) {

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/objlease/objlease/providers"
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +22,8 @@ type flagSet struct {
 	*flag.FlagSet
 	cmd     *command
 	verbose bool
+	// requestTimeout bounds each request to the store (--request-timeout).
+	requestTimeout time.Duration
 	// checks run after parsing, for values one flag cannot judge alone.
 	checks []func() error
 	// required names the flags the command cannot run without (help
@@ -31,6 +35,12 @@ func newFlagSet(cmd *command) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet(cmd.name, flag.ContinueOnError), cmd: cmd}
 	fs.SetOutput(io.Discard) // errors are returned, help printed on request
 	fs.BoolVar(&fs.verbose, "v", false, "log debug messages, and the whole cause of an error, to stderr")
+	fs.requestTimeout = providers.DefaultRequestTimeout
+	if slices.Contains([]string{"help", "completion", "version"}, cmd.name) {
+		return fs // no store
+	}
+	fs.Var(&durationFlag{d: &fs.requestTimeout, min: time.Millisecond, max: time.Hour}, "request-timeout",
+		"abandon a request the store has not answered after this `duration` (default 10s; a write gets 1s more per MiB): a read then fails, a write's outcome is unknown")
 	return fs
 }
 
@@ -82,6 +92,7 @@ func (fs *flagSet) parse(c *cli, args []string) ([]string, error) {
 	if fs.verbose {
 		c.setVerbose()
 	}
+	c.requestTimeout = fs.requestTimeout
 	for _, check := range fs.checks {
 		if err := check(); err != nil {
 			return nil, usagef("%s: %v", fs.Name(), err)

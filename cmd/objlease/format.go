@@ -122,6 +122,7 @@ func (c *cli) openAny(ctx context.Context, rawURL string, wantKey bool, opts pro
 	if err != nil {
 		return nil, "", err
 	}
+	store = store.WithRequestTimeout(c.requestTimeout)
 	if wantKey && key == "" {
 		store.Close()
 		return nil, "", usagef("URL %q names no lease key (it names a bucket or directory)", rawURL)

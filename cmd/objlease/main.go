@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	_ "github.com/objlease/objlease/providers/all"
 )
@@ -60,6 +61,8 @@ type cli struct {
 	heldExit int
 	level    slog.LevelVar
 	log      *slog.Logger
+	// requestTimeout bounds each store request (--request-timeout).
+	requestTimeout time.Duration
 }
 
 // action runs a command with its positional arguments, once its flags are
@@ -122,11 +125,24 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		args = args[1:]
 	}
 	err := c.dispatch(ctx, args)
+	var st exitStatus
+	var in interrupt
+	if i, ok := interrupted(ctx); ok && err != nil && !errors.As(err, &st) && !errors.As(err, &in) {
+		// Whatever a signal cut short (a request, a wait, a release) is
+		// reported as the signal: 128+N and one line, not the SDK's
+		// words for a cancelled request.
+		c.log.Debug("interrupted", slog.Any("err", err))
+		var oe *opError
+		if errors.As(err, &oe) {
+			err = &opError{op: oe.op, url: oe.url, err: i}
+		} else {
+			err = i
+		}
+	}
 	if err != nil {
 		c.report(err)
 	}
 	code := exitCodeOf(err)
-	var st exitStatus
 	if c.heldExit != 0 && code == exitHeld && !errors.As(err, &st) {
 		code = c.heldExit // -E
 	}

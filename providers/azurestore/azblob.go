@@ -33,7 +33,7 @@ var _ driver.Driver = (*store)(nil)
 // points at. The caller owns the client's credentials, transport and retry
 // policy (writes disable retries per call; see the package documentation).
 func New(client *container.Client) *providers.Bucket {
-	return providers.NewBucket(newStore(client))
+	return providers.NewBucket(newStore(client)).WithRequestTimeout(providers.DefaultRequestTimeout)
 }
 
 // NewDriver returns the driver New wraps, for a caller that puts its own

@@ -232,7 +232,7 @@ func realSleep(ctx context.Context, d time.Duration) error {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return context.Cause(ctx)
 	case <-t.C:
 		return nil
 	}
@@ -349,7 +349,7 @@ func (s *Driver) do(ctx context.Context, op Op, call func() error) error {
 // unknown to the caller, as with a real store that timed out.
 func (s *Driver) cut(ctx context.Context, op Op, cause error) error {
 	if cause == nil {
-		cause = ctx.Err()
+		cause = context.Cause(ctx)
 	}
 	if op.write() {
 		return fmt.Errorf("%w: %w", driver.ErrUnknownOutcome, cause)

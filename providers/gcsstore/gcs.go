@@ -151,7 +151,7 @@ var _ driver.Driver = (*store)(nil)
 // New returns the store for bucket that uses client. The caller keeps
 // ownership of client: Close does not close it.
 func New(client *storage.Client, bucket string) *providers.Bucket {
-	return providers.NewBucket(NewDriver(client, bucket))
+	return providers.NewBucket(NewDriver(client, bucket)).WithRequestTimeout(providers.DefaultRequestTimeout)
 }
 
 // NewDriver returns the driver New wraps, for a caller that puts its own

@@ -38,7 +38,7 @@ func open(ctx context.Context, u *url.URL, oo providers.OpenOptions) (*providers
 	}
 	d := newStore(client, bucket)
 	d.owned = true
-	return providers.NewBucket(d), key, nil
+	return providers.NewBucket(d).WithRequestTimeout(providers.DefaultRequestTimeout), key, nil
 }
 
 // parseURL splits gs://BUCKET/KEY?endpoint=URL.

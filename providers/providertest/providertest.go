@@ -631,6 +631,34 @@ func (s *suite) testCancelledBeforeSending(t *testing.T) {
 	if _, err := s.Bucket.Stat(t.Context(), fresh); !errors.Is(err, providers.ErrNotFound) {
 		t.Errorf("stat %q after a cancelled create: %v, want ErrNotFound", fresh, err)
 	}
+
+	// Every call reports why its context ended (a lost lease, a signal),
+	// not only that it did, whether it was cancelled or its deadline
+	// passed.
+	why := errors.New("the lease was lost")
+	cancelled, cancelCause := context.WithCancelCause(t.Context())
+	cancelCause(why)
+	expired, stop := context.WithDeadlineCause(t.Context(), time.Now().Add(-time.Second), why)
+	defer stop()
+	for name, ctx := range map[string]context.Context{"cancelled": cancelled, "past its deadline": expired} {
+		cause := func(op string, err error) {
+			t.Helper()
+			if !errors.Is(err, why) {
+				t.Errorf("%s with a context %s: %v, want the context's cause %q", op, name, err, why)
+			}
+		}
+		_, err := s.Bucket.Create(ctx, fresh, []byte("new"), nil)
+		cause("create", err)
+		_, err = s.Bucket.Replace(ctx, key, []byte("changed"), nil, res.Version)
+		cause("replace", err)
+		cause("delete", s.Bucket.Delete(ctx, key, res.Version))
+		_, err = s.Bucket.Get(ctx, key, 0)
+		cause("get", err)
+		_, err = s.Bucket.Stat(ctx, key)
+		cause("stat", err)
+		_, err = s.Bucket.List(ctx, s.key("cancelled/"), "", 10)
+		cause("list", err)
+	}
 }
 
 // A bucket that does not exist is ErrNoBucket, not a missing object: a

@@ -153,7 +153,7 @@ var _ driver.Driver = (*store)(nil)
 // New returns the store for bucket that uses client, which the caller has
 // configured (credentials, region, endpoint, HTTP client, retries).
 func New(client *s3sdk.Client, bucket string) *providers.Bucket {
-	return providers.NewBucket(NewDriver(client, bucket))
+	return providers.NewBucket(NewDriver(client, bucket)).WithRequestTimeout(providers.DefaultRequestTimeout)
 }
 
 // NewDriver returns the driver New wraps, for a caller that puts its own
@@ -272,8 +272,8 @@ func (s *store) Delete(ctx context.Context, key string, ifVersion string) error 
 	}
 	// The version is not compared here: the store must refuse a stale
 	// If-Match itself, or Probe could not find a store that ignores it.
-	if err := ctx.Err(); err != nil {
-		return &driver.Error{Op: op, Key: key, Err: err}
+	if ctx.Err() != nil {
+		return &driver.Error{Op: op, Key: key, Err: context.Cause(ctx)}
 	}
 	_, err := s.client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: etag(ifVersion)}, s.with(sendOnce)...)
 	if err != nil {
