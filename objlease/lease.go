@@ -241,6 +241,16 @@ func errValidityEnded(key string) error {
 
 // end records why the lease ended and cancels its context, once.
 func (l *Lease) end(cause error) {
+	if l.stop(cause) {
+		l.finish(cause)
+	}
+}
+
+// stop records cause and ends the lease's context, if nothing ended it
+// before (it reports whether it did). It takes no lock but the lease's
+// and does no I/O: the watcher stops every lease due before it finishes
+// any.
+func (l *Lease) stop(cause error) bool {
 	l.mu.Lock()
 	first := l.ended == nil
 	if first {
@@ -249,11 +259,21 @@ func (l *Lease) end(cause error) {
 	l.mu.Unlock()
 	if first {
 		l.cancelWith(cause)
-		l.sched.remove(l)
-		l.c.recordEnded(cause)
-		if errors.Is(cause, ErrLeaseLost) {
-			l.c.log.Warn("lease lost", slog.Uint64("token", l.Token()), slog.Any("cause", cause))
-		}
+	}
+	return first
+}
+
+// finish takes a stopped lease off its scheduler, counts its end (an
+// OpenTelemetry instrument records in memory; exporters run apart) and
+// has it logged off this goroutine (see reporter).
+func (l *Lease) finish(cause error) {
+	l.sched.remove(l)
+	l.c.recordEnded(cause)
+	if errors.Is(cause, ErrLeaseLost) {
+		log, token := l.c.log, l.Token()
+		l.c.sess.report.post(func() {
+			log.Warn("lease lost", slog.Uint64("token", token), slog.Any("cause", cause))
+		})
 	}
 }
 

@@ -28,7 +28,8 @@ const maxAttemptsInFlight = maxJobsInFlight / 2
 // does no I/O and so ends every lease on time whatever the store does, a
 // dispatcher, which hands each due renewal to a worker, and a waker, which
 // does the same for due attempts; at most maxJobsInFlight workers run
-// at once. It starts with its first lease or waiter and stops with its
+// at once. Their logs and metrics go through the session's reporter, so
+// that no sink delays them. It starts with its first lease or waiter and stops with its
 // last, so that it runs wherever they were made (a test's synctest bubble
 // included).
 type scheduler struct {
@@ -296,6 +297,10 @@ func (s *scheduler) watch() {
 		s.mu.Lock()
 		due := s.due(&s.expiries, upTo)
 		s.mu.Unlock()
+		// Every context due ends first; only then is anything taken off
+		// the queues, logged or counted.
+		var stopped []*Lease
+		var causes []error
 		for _, l := range due {
 			l.mu.Lock()
 			left, ended := l.remaining(s.clk.Now()), l.ended != nil
@@ -304,7 +309,10 @@ func (s *scheduler) watch() {
 				continue
 			}
 			if left <= 0 {
-				l.end(errValidityEnded(l.c.key))
+				cause := errValidityEnded(l.c.key)
+				if l.stop(cause) {
+					stopped, causes = append(stopped, l), append(causes, cause)
+				}
 				continue
 			}
 			s.mu.Lock()
@@ -313,6 +321,9 @@ func (s *scheduler) watch() {
 				s.pushExpiry(l)
 			}
 			s.mu.Unlock()
+		}
+		for i, l := range stopped {
+			l.finish(causes[i])
 		}
 	}
 }
@@ -424,7 +435,7 @@ func (s *scheduler) renew(l *Lease) {
 	case err == nil:
 		next = l.nextRenewal()
 		if failed := l.renewFailures.recovered(s.clk.Now()); failed > 0 {
-			l.c.log.Warn("renewal succeeded again", slog.Duration("failing_for", failed))
+			l.warn("renewal succeeded again", slog.Duration("failing_for", failed))
 		}
 	case errors.Is(err, ErrLeaseLost):
 		l.end(err)
@@ -436,16 +447,23 @@ func (s *scheduler) renew(l *Lease) {
 		next = l.notBefore(s.clk.Now().Add(wait))
 		switch first, failing, say := l.renewFailures.failed(s.clk.Now(), max(l.c.opts.RenewInterval, renewWarnEvery)); {
 		case first:
-			l.c.log.Warn("renewal failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
+			l.warn("renewal failed; retrying", slog.Any("err", err), slog.Duration("retry_in", wait))
 		case say:
 			l.mu.Lock()
 			left := max(l.remaining(s.clk.Now()), 0)
 			l.mu.Unlock()
-			l.c.log.Warn("renewal still failing; retrying", slog.Any("err", err), slog.Duration("failing_for", failing),
+			l.warn("renewal still failing; retrying", slog.Any("err", err), slog.Duration("failing_for", failing),
 				slog.Duration("valid_for", left))
 		}
 	}
 	s.requeue(l, next)
+}
+
+// warn logs a warning about l's background renewal off the worker (see
+// reporter).
+func (l *Lease) warn(msg string, attrs ...any) {
+	log := l.c.log
+	l.c.sess.report.post(func() { log.Warn(msg, attrs...) })
 }
 
 // renewWarnEvery is the least time between two warnings that a lease's

@@ -37,6 +37,9 @@ type Session struct {
 	clk   clock.Clock
 	log   *slog.Logger
 	done  chan struct{}
+	// report writes the logs and metrics of background work (see
+	// reporter).
+	report *reporter
 
 	mu sync.Mutex
 	// sched renews, watches and retries for the session while it holds or
@@ -59,7 +62,7 @@ func NewSession(store providers.Store, opts SessionOptions) (*Session, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Session{
-		store: store, clk: opts.Clock, log: opts.Logger, done: make(chan struct{}),
+		store: store, clk: opts.Clock, log: opts.Logger, done: make(chan struct{}), report: &reporter{log: opts.Logger},
 		leases: map[*Lease]struct{}{}, waiters: map[*waiter]struct{}{},
 	}, nil
 }

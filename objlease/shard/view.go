@@ -84,7 +84,11 @@ func Describe(ctx context.Context, store providers.Store, prefix string) (*View,
 				v.Skipped++
 				return nil
 			}
-			*into = append(*into, Entry{Name: name(strings.TrimPrefix(a.Key, sub)), Key: a.Key, Record: r, Attrs: obj.Attrs})
+			n := name(strings.TrimPrefix(a.Key, sub))
+			if sub == MembersPrefix(prefix) && r.Holder != "" {
+				n = r.Holder // a long name's key is cut and hashed
+			}
+			*into = append(*into, Entry{Name: n, Key: a.Key, Record: r, Attrs: obj.Attrs})
 			return nil
 		})
 	}
