@@ -75,6 +75,9 @@ func (t *TimeoutError) Error() string {
 	return fmt.Sprintf("no answer from the store within %v", t.After)
 }
 
+// Timeout reports true, as a net.Error that timed out does.
+func (t *TimeoutError) Timeout() bool { return true }
+
 // request returns the context of one request sending size bytes, and a
 // function that, given the request's error, says it timed out: a read
 // becomes ErrUnreachable, a write ErrUnknownOutcome.
@@ -92,7 +95,16 @@ func (b *Bucket) request(ctx context.Context, op, key string, size int) (context
 		if write {
 			sentinel = ErrUnknownOutcome
 		}
-		return Wrap(op, key, sentinel, fmt.Errorf("%w: %w", cause, err))
+		// The driver's context error only echoes the timeout; keeping it
+		// would make the error match a deadline of the caller's.
+		why := error(cause)
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			why = fmt.Errorf("%w: %w", cause, err)
+		}
+		if where := b.d.Properties().Where; where != "" {
+			why = fmt.Errorf("%s: %w", where, why)
+		}
+		return Wrap(op, key, sentinel, why)
 	}
 	return rctx, judge, cancel
 }

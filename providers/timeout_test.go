@@ -16,6 +16,10 @@ import (
 // request waits for its context.
 type silent struct{ driver.Driver }
 
+func (silent) Properties() driver.Properties {
+	return driver.Properties{Name: "silent", Where: `bucket "quiet"`}
+}
+
 func (silent) Read(ctx context.Context, _ string, _ int64) (*driver.Reader, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
@@ -54,8 +58,16 @@ func TestRequestTimeout(t *testing.T) {
 		if write {
 			want, not = not, want
 		}
-		if !errors.Is(err, want) || errors.Is(err, not) || !strings.Contains(err.Error(), "no answer from the store within 20ms") {
-			t.Errorf("%s on a silent store: %v, want %v saying how long it waited", op, err, want)
+		if !errors.Is(err, want) || errors.Is(err, not) || !strings.Contains(err.Error(), `bucket "quiet": no answer from the store within 20ms`) {
+			t.Errorf("%s on a silent store: %v, want %v naming the bucket and saying how long it waited", op, err, want)
+		}
+		// Only the caller's own deadline may look like one.
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: %v matches context.DeadlineExceeded", op, err)
+		}
+		var te *providers.TimeoutError
+		if !errors.As(err, &te) || !te.Timeout() {
+			t.Errorf("%s: %v has no TimeoutError", op, err)
 		}
 		var pe *providers.Error
 		if !errors.As(err, &pe) || pe.Op != op {

@@ -183,6 +183,7 @@ func (s *store) List(ctx context.Context, prefix, pageToken string, pageSize int
 func (s *store) Properties() driver.Properties {
 	return driver.Properties{
 		Name:                 "azblob",
+		Where:                fmt.Sprintf("container %q", s.container),
 		VersionsRepeat:       false, // the ETag changes on every write, even of identical bytes
 		TimestampGranularity: time.Second,
 		MaxKeyBytes:          1024,

@@ -152,6 +152,9 @@ type ListPage struct {
 type Properties struct {
 	// Name is a short name for messages ("s3", "gcs", "file", ...).
 	Name string
+	// Where names the bucket or container in messages that no answer
+	// from the store can name (a request timeout): `bucket "b"`.
+	Where string
 	// VersionsRepeat: writing identical bytes again may yield a version equal
 	// to an earlier one (S3 ETags are the MD5 of the body). The lease record
 	// embeds a unique nonce so its versions never repeat; user objects are not

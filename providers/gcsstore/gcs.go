@@ -173,6 +173,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func (s *store) Properties() driver.Properties {
 	return driver.Properties{
 		Name:           "gcs",
+		Where:          fmt.Sprintf("bucket %q", s.name),
 		VersionsRepeat: false,
 		// Get's LastModified is the Last-Modified header.
 		TimestampGranularity: time.Second,

@@ -117,6 +117,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -323,6 +324,7 @@ func (s *store) List(ctx context.Context, prefix, pageToken string, pageSize int
 func (s *store) Properties() driver.Properties {
 	return driver.Properties{
 		Name:                 "s3",
+		Where:                fmt.Sprintf("bucket %q", s.bucket),
 		VersionsRepeat:       true,
 		TimestampGranularity: time.Second,
 		MaxKeyBytes:          maxKeyBytes,

@@ -206,7 +206,7 @@ func TestInvalidKeys(t *testing.T) {
 
 func TestProperties(t *testing.T) {
 	p := New(nil, "b").Properties()
-	want := providers.Properties{Name: "s3", VersionsRepeat: true, TimestampGranularity: time.Second, MaxKeyBytes: 1024}
+	want := providers.Properties{Name: "s3", Where: `bucket "b"`, VersionsRepeat: true, TimestampGranularity: time.Second, MaxKeyBytes: 1024}
 	if p != want {
 		t.Errorf("Properties() = %+v, want %+v", p, want)
 	}
