@@ -73,9 +73,9 @@ func TestBlockedLogSinkDelaysNoExpiry(t *testing.T) {
 				late := 0
 				step(clk, 11*time.Second, func(now time.Duration) {
 					for i, l := range leases {
-						// Safe validity: TTL × (1 − 1 %) after the acquiring
-						// write, which was sent at epoch.
-						if now >= ttls[i]-ttls[i]/100 && l.Context().Err() == nil {
+						// Safe validity: TTL × (1 − 1 %) − min(100 ms, TTL/10)
+						// after the acquiring write, which was sent at epoch.
+						if now >= ttls[i]-ttls[i]/100-min(100*time.Millisecond, ttls[i]/10) && l.Context().Err() == nil {
 							late++
 						}
 					}

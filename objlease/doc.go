@@ -22,7 +22,9 @@
 //   - The observed rule (always on): a contender takes over only after it
 //     has seen the same record version unchanged for TTL × (1 + DriftBound)
 //     on its own clock, and the holder stops trusting its lease at
-//     TTL × (1 − DriftBound) after it sent its last successful renewal.
+//     TTL × (1 − DriftBound) − min(100 ms, TTL/10) after it sent its last
+//     successful renewal: the last term covers a context that a loaded
+//     machine ends late (docs/protocol.md has the measured bound).
 //   - The store-clock rule (opt-in, Options.StoreClock): a contender may
 //     take over a record whose age by the store's own clock (its Date
 //     minus the record's Last-Modified) exceeds the TTL plus a margin. It

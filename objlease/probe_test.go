@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -222,9 +223,45 @@ func TestProbeDeleteOfMissingSucceeds(t *testing.T) {
 // racyDeleteStore checks a conditional delete's version, then deletes
 // whatever is there a moment later, as versitygw 1.8.0 was seen to do
 // against a concurrent conditional replace.
-type racyDeleteStore struct{ *providers.Bucket }
+type racyDeleteStore struct {
+	*providers.Bucket
+	mu    sync.Mutex
+	races map[string]*deleteRace
+}
 
-func (s racyDeleteStore) Delete(ctx context.Context, key, ifVersion string) error {
+// deleteRace makes one round of the probe's delete-replace race interleave
+// the same way however the goroutines are scheduled: the replace lands
+// between the delete's check and its delete.
+type deleteRace struct{ checked, replaced chan struct{} }
+
+func (s *racyDeleteStore) race(key string) *deleteRace {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.races == nil {
+		s.races = map[string]*deleteRace{}
+	}
+	r := s.races[key]
+	if r == nil {
+		r = &deleteRace{checked: make(chan struct{}), replaced: make(chan struct{})}
+		s.races[key] = r
+	}
+	return r
+}
+
+func (s *racyDeleteStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
+	if !strings.Contains(key, objlease.RaceDeleteReplace) {
+		return s.Bucket.Replace(ctx, key, data, md, v)
+	}
+	r := s.race(key)
+	<-r.checked
+	res, err := s.Bucket.Replace(ctx, key, data, md, v)
+	if err == nil {
+		close(r.replaced)
+	}
+	return res, err
+}
+
+func (s *racyDeleteStore) Delete(ctx context.Context, key, ifVersion string) error {
 	a, err := s.Stat(ctx, key)
 	if err != nil {
 		return err
@@ -232,7 +269,17 @@ func (s racyDeleteStore) Delete(ctx context.Context, key, ifVersion string) erro
 	if a.Version != ifVersion {
 		return providers.ErrPrecondition
 	}
-	time.Sleep(time.Millisecond)
+	if strings.Contains(key, objlease.RaceDeleteReplace) {
+		r := s.race(key)
+		s.mu.Lock()
+		select {
+		case <-r.checked:
+		default:
+			close(r.checked)
+		}
+		s.mu.Unlock()
+		<-r.replaced
+	}
 	if a, err = s.Stat(ctx, key); err != nil {
 		return err
 	}
@@ -243,7 +290,7 @@ func (s racyDeleteStore) Delete(ctx context.Context, key, ifVersion string) erro
 // caveat, not a reason to call the store unsafe: objlease's conditional
 // deletes only collect orphaned batch objects, which nothing writes again.
 func TestProbeRacyDeleteIsACaveat(t *testing.T) {
-	r, err := objlease.Probe(context.Background(), racyDeleteStore{mem.New()}, "probe/")
+	r, err := objlease.Probe(context.Background(), &racyDeleteStore{Bucket: mem.New()}, "probe/")
 	if err != nil {
 		t.Fatalf("store whose conditional deletes race replaces: %v, want safe with a caveat", err)
 	}

@@ -194,9 +194,9 @@ func TestAcquireWaitsForExpiry(t *testing.T) {
 			// The loop may have advanced the clock to the new lease's own
 			// timers before the lease reached this channel: count to the
 			// moment the acquiring write was sent, which its validity
-			// (sent + TTL × (1 − b)) gives back.
+			// (sent + TTL × (1 − b) − 100 ms) gives back.
 			o := c.Options()
-			sent := clk.Now().Add(l.ValidFor()).Add(-time.Duration(float64(o.TTL) * (1 - o.DriftBound)))
+			sent := clk.Now().Add(l.ValidFor()).Add(-time.Duration(float64(o.TTL)*(1-o.DriftBound)) + 100*time.Millisecond)
 			elapsed = sent.Sub(epoch)
 			// Expiry at TTL × 1.01 = 10.1 s after the first sighting; the
 			// waiter wakes 1 ms later, not a whole poll interval later.

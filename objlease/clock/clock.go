@@ -65,16 +65,18 @@ type Source interface {
 	Boot() time.Duration
 	// Wall is the wall clock, which may be stepped.
 	Wall() time.Time
-	// AfterFunc calls f in its own goroutine after d on the monotonic
-	// clock, unless stop (which reports whether it prevented the call) is
-	// called first.
+	// AfterFunc calls f in its own goroutine once d has passed on the
+	// boot clock where the platform can wait on it (Linux), else on the
+	// monotonic clock, unless stop (which reports whether it prevented the
+	// call) is called first.
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
 // Recheck is the longest a timer of a clock made by FromSource sleeps
 // before it compares its deadline with the clock again: a deadline passed
 // while the machine was suspended, which a monotonic timer does not see,
-// fires within Recheck of the machine waking up.
+// fires within Recheck of the machine waking up. On Linux Real's timers
+// wait on CLOCK_BOOTTIME and fire as it wakes.
 const Recheck = time.Second
 
 // FromSource returns a Clock whose reading advances with whichever of
@@ -171,12 +173,10 @@ type osSource struct{}
 
 var processStart = time.Now()
 
-func (osSource) Mono() time.Duration { return time.Since(processStart) }
-func (osSource) Boot() time.Duration { return bootTime() }
-func (osSource) Wall() time.Time     { return time.Now().Round(0) }
-func (osSource) AfterFunc(d time.Duration, f func()) func() bool {
-	return time.AfterFunc(d, f).Stop
-}
+func (osSource) Mono() time.Duration                             { return time.Since(processStart) }
+func (osSource) Boot() time.Duration                             { return bootTime() }
+func (osSource) Wall() time.Time                                 { return time.Now().Round(0) }
+func (osSource) AfterFunc(d time.Duration, f func()) func() bool { return afterFunc(d, f) }
 
 // Fake is a manually advanced clock. Timers fire, in deadline order, when
 // Advance moves the time past their deadline. It is safe for concurrent use.

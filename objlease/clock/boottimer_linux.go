@@ -1,0 +1,130 @@
+package clock
+
+import (
+	"container/heap"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// afterFunc calls f once CLOCK_BOOTTIME has advanced by d. Go's timers
+// count CLOCK_MONOTONIC, which stands still while the machine is
+// suspended, so a deadline that passed during a suspend would fire late
+// by the length of the suspend (a sourceTimer's Recheck cuts that to a
+// second); a timerfd on CLOCK_BOOTTIME fires as the machine wakes. Without
+// a timerfd it falls back to Go's timers.
+func afterFunc(d time.Duration, f func()) func() bool {
+	if q := bootQueue(); q != nil {
+		return q.add(bootTime()+max(d, 0), f)
+	}
+	return time.AfterFunc(d, f).Stop
+}
+
+// bootQueue is the process's one timerfd and the calls waiting on it; nil
+// if no timerfd could be made.
+var bootQueue = sync.OnceValue(func() *bootTimers {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_BOOTTIME, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	q := &bootTimers{fd: fd}
+	// A non-blocking descriptor makes os.File wait in the poller, not in
+	// a thread of its own.
+	go q.run(os.NewFile(uintptr(fd), "timerfd"))
+	return q
+})
+
+type bootTimers struct {
+	fd int
+	mu sync.Mutex
+	h  bootHeap
+}
+
+type bootCall struct {
+	at    time.Duration // CLOCK_BOOTTIME reading
+	f     func()
+	index int // in h; -1 once fired or stopped
+}
+
+// add queues f for at and returns the function that unqueues it.
+func (q *bootTimers) add(at time.Duration, f func()) func() bool {
+	c := &bootCall{at: at, f: f}
+	q.mu.Lock()
+	heap.Push(&q.h, c)
+	if q.h[0] == c {
+		q.arm()
+	}
+	q.mu.Unlock()
+	return func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if c.index < 0 {
+			return false
+		}
+		heap.Remove(&q.h, c.index)
+		return true // the timerfd may still fire for it: run finds nothing due
+	}
+}
+
+// arm sets the timerfd to the earliest call (q.mu held). An absolute time
+// already past fires it at once.
+func (q *bootTimers) arm() {
+	if len(q.h) == 0 {
+		return
+	}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(q.h[0].at), 1))}
+	if unix.TimerfdSettime(q.fd, unix.TFD_TIMER_ABSTIME, &spec, nil) != nil {
+		// Cannot happen with a valid descriptor; never leave a call unfired.
+		c := q.h[0]
+		time.AfterFunc(c.at-bootTime(), func() { q.fire() })
+	}
+}
+
+// run calls what is due each time the timerfd fires.
+func (q *bootTimers) run(f *os.File) {
+	var buf [8]byte
+	for {
+		if _, err := f.Read(buf[:]); err != nil {
+			return
+		}
+		q.fire()
+	}
+}
+
+func (q *bootTimers) fire() {
+	q.mu.Lock()
+	now := bootTime()
+	var due []func()
+	for len(q.h) > 0 && q.h[0].at <= now {
+		due = append(due, heap.Pop(&q.h).(*bootCall).f)
+	}
+	q.arm()
+	q.mu.Unlock()
+	for _, f := range due {
+		go f()
+	}
+}
+
+type bootHeap []*bootCall
+
+func (h bootHeap) Len() int           { return len(h) }
+func (h bootHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h bootHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *bootHeap) Push(x any) {
+	c := x.(*bootCall)
+	c.index = len(*h)
+	*h = append(*h, c)
+}
+func (h *bootHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	c.index = -1
+	*h = old[:len(old)-1]
+	return c
+}

@@ -1,0 +1,79 @@
+package clock
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The boot-clock timers fire every call once, never before its time, and
+// a stopped call never.
+func TestBootTimersFireOnceInTime(t *testing.T) {
+	if bootQueue() == nil {
+		t.Fatal("no CLOCK_BOOTTIME timerfd on this Linux machine")
+	}
+	const n = 2000
+	var (
+		wg      sync.WaitGroup
+		early   atomic.Int32
+		fired   [n]atomic.Int32
+		stopped [n]bool
+		stops   [n]func() bool
+	)
+	for i := range n {
+		d := time.Duration(rand.IntN(50)) * time.Millisecond
+		at := bootTime() + d
+		wg.Add(1)
+		stops[i] = afterFunc(d, func() {
+			defer wg.Done()
+			if bootTime() < at {
+				early.Add(1)
+			}
+			fired[i].Add(1)
+		})
+	}
+	for i := 0; i < n; i += 3 {
+		if stops[i]() {
+			stopped[i] = true
+			wg.Done()
+		}
+	}
+	wg.Wait()
+	time.Sleep(60 * time.Millisecond) // a stopped call that fired would show by now
+	for i := range n {
+		want := int32(1)
+		if stopped[i] {
+			want = 0
+			if stops[i]() {
+				t.Errorf("call %d: a second stop reported it prevented the call", i)
+			}
+		} else if stops[i]() {
+			t.Errorf("call %d: stop after firing reported it prevented the call", i)
+		}
+		if got := fired[i].Load(); got != want {
+			t.Errorf("call %d fired %d times, want %d", i, got, want)
+		}
+	}
+	if e := early.Load(); e > 0 {
+		t.Errorf("%d calls fired before their CLOCK_BOOTTIME deadline", e)
+	}
+}
+
+// Real's timers wait on the timerfd, so that one due during a suspend
+// fires as the machine wakes rather than up to Recheck later.
+func TestRealTimersWaitOnBootClock(t *testing.T) {
+	q := bootQueue()
+	queued := func() int {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return len(q.h)
+	}
+	before := queued()
+	tm := Real().NewTimer(time.Hour)
+	defer tm.Stop()
+	if got := queued(); got != before+1 {
+		t.Fatalf("a timer of Real queued %d calls on the boot clock, want 1", got-before)
+	}
+}
