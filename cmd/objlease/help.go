@@ -136,7 +136,14 @@ func (c *cli) versionCmd(fs *flagSet) action {
 	}
 }
 
-// buildVersion reads the version from the binary's build information.
+// version and revision are stamped by a release build (scripts/release.sh:
+// -ldflags "-X main.version=v0.1.0 -X main.revision=<commit>"); without
+// them the module's build information says what it can (the version when
+// installed with go install …@v0.1.0, the commit in a checkout).
+var version, revision string
+
+// buildVersion reads the version from the stamps and the binary's build
+// information.
 func buildVersion() versionInfo {
 	v := versionInfo{Version: "(devel)", Go: "unknown", OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -149,6 +156,12 @@ func buildVersion() versionInfo {
 				v.Modified = s.Value == "true"
 			}
 		}
+	}
+	if version != "" {
+		v.Version = version
+	}
+	if revision != "" {
+		v.Revision = revision
 	}
 	return v
 }
