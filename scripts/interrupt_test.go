@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,9 +44,30 @@ func TestInterruptStopsEverything(t *testing.T) {
 	started := filepath.Join(dir, "npm-started")
 	write(t, filepath.Join(bin, "npm"), "#!/bin/sh\nsleep 300 &\necho $! >"+started+"\nwait\n", 0o755)
 
+	// A bystander marked as a test.sh that runs this test marks what it
+	// starts: the interrupted script must leave it alone.
+	t.Setenv("OBJLEASE_SCRIPT_MARK", fmt.Sprintf("outer-%d", os.Getpid()))
+	bystander := exec.Command("sleep", "300")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- bystander.Wait() }()
+	defer func() {
+		select {
+		case err := <-ended:
+			t.Errorf("the interrupted script stopped a process of the run around it: %v", err)
+		default:
+			bystander.Process.Kill()
+		}
+	}()
+
 	mark := fmt.Sprintf("OBJLEASE_INTERRUPT_TEST=%d", os.Getpid())
 	cmd := exec.Command("bash", filepath.Join(repo, "scripts", "test.sh"))
-	cmd.Env = append(os.Environ(), mark, "OBJLEASE_EMULATORS_DIR="+emu, "OBJLEASE_SKIP_MINIO=1",
+	// A mark of its own: one inherited from a test.sh running this test
+	// would make the interrupted script stop that run's other tests.
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "OBJLEASE_SCRIPT_MARK=") })
+	cmd.Env = append(env, mark, "OBJLEASE_EMULATORS_DIR="+emu, "OBJLEASE_SKIP_MINIO=1",
 		"PATH="+bin+":"+os.Getenv("PATH"), "CI=")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
