@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -72,6 +73,10 @@ func Schemes() []string {
 	return s
 }
 
+// cloudSchemes are the schemes of the stores a build may leave out
+// (package all's build tags).
+var cloudSchemes = []string{"s3", "gs", "azblob"}
+
 // Open opens the store named by rawURL (for example file:///srv/leases/job,
 // s3://bucket/leases/job) and returns it with the key the URL points at. The
 // provider package for the scheme must be imported (providers/all imports
@@ -93,7 +98,11 @@ func OpenWith(ctx context.Context, rawURL string, opts OpenOptions) (*Bucket, st
 	open, ok := openers[u.Scheme]
 	openersMu.RUnlock()
 	if !ok {
-		return nil, "", fmt.Errorf("%w %q: unknown scheme %q (want one of %s)", ErrBadURL, rawURL, u.Scheme, strings.Join(Schemes(), ", "))
+		what := "unknown scheme"
+		if slices.Contains(cloudSchemes, u.Scheme) {
+			what = "this program was built without the store of scheme"
+		}
+		return nil, "", fmt.Errorf("%w %q: %s %q (want one of %s)", ErrBadURL, rawURL, what, u.Scheme, strings.Join(Schemes(), ", "))
 	}
 	s, key, err := open(ctx, u, opts)
 	if err != nil {

@@ -39,3 +39,16 @@ func TestRegisterDuplicate(t *testing.T) {
 		t.Error("Register accepted an empty scheme")
 	}
 }
+
+// A cloud store's scheme in a program built without it is named as such,
+// not as a typo.
+func TestOpenSchemeLeftOut(t *testing.T) {
+	_, _, err := providers.Open(t.Context(), "gs://bucket/key") // no provider imported here
+	if !errors.Is(err, providers.ErrBadURL) || !strings.Contains(err.Error(), `built without the store of scheme "gs"`) {
+		t.Errorf("gs:// with no GCS provider: %v", err)
+	}
+	_, _, err = providers.Open(t.Context(), "s4://bucket/key")
+	if !strings.Contains(err.Error(), `unknown scheme "s4"`) {
+		t.Errorf("s4://: %v", err)
+	}
+}

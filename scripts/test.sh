@@ -5,6 +5,9 @@
 #   2. go vet and a gofmt check, in the root module and in integration/,
 #      then go vet again for GOOS=darwin and GOOS=windows and a
 #      cross-compiled build of the CLI (in integration/, darwin only);
+#      go install of the CLI at the CHANGELOG's version from a file module
+#      proxy (scripts/goinstall-check.sh); the release archives, the
+#      linux/amd64 one built twice to compare (scripts/release-check.sh);
 #   3. go test -race -count=1 ./... in the root module; then, built with
 #      -tags objlease_unsafe, the tests of its *_unsafe_test.go files (the
 #      ones that turn a safety measure off to show what it prevents, and
@@ -157,6 +160,7 @@ module() {
 	if [[ $dir == "$repo" ]]; then
 		step "darwin and windows: vet, build the CLI" cross "darwin windows" ./cmd/objlease
 		step "go install @version from a module proxy" bash "$repo/scripts/goinstall-check.sh"
+		step "release archives, built twice" bash "$repo/scripts/release-check.sh"
 		step test go test -race -count=1 "${test_flags[@]}" ./...
 		step "safety switches off (-tags objlease_unsafe)" unsafe_tests - "${test_flags[@]}"
 		# The core and the stores again on one CPU under a CPU hog: what

@@ -83,7 +83,8 @@ Environment of run's command:
 
 const helpDetail = `Prints the overview: commands and URLs. With a COMMAND, prints that
 command's help and flags (as "objlease COMMAND -h" does); "objlease help
-exit-codes" prints the table of exit codes.`
+exit-codes" prints the table of exit codes, "objlease help man" all of it
+as a manual page (objlease.1).`
 
 // exitCodesTopic is the help topic that is not a command.
 const exitCodesTopic = "exit-codes"
@@ -96,6 +97,10 @@ func (c *cli) helpCmd(fs *flagSet) action {
 		}
 		if len(pos) == 1 && pos[0] == exitCodesTopic {
 			_, err := io.WriteString(c.stdout, exitCodesHelp())
+			return err
+		}
+		if len(pos) == 1 && pos[0] == manTopic {
+			_, err := io.WriteString(c.stdout, c.manPage())
 			return err
 		}
 		cmd := lookup(pos[0])

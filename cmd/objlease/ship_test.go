@@ -39,3 +39,31 @@ func TestNothingUnsafeShips(t *testing.T) {
 		}
 	}
 }
+
+// Each cloud store can be left out of a build with its tag, and its SDK
+// with it; a URL of a store left out says so.
+func TestStoresCanBeLeftOut(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the build's packages: %v", err)
+	}
+	for tag, sdk := range map[string]string{
+		"objlease_no_gcs":    "cloud.google.com/go/storage",
+		"objlease_no_azblob": "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob",
+		"objlease_no_s3":     "github.com/aws/aws-sdk-go-v2/service/s3",
+	} {
+		out, err := exec.Command(goBin, "list", "-deps", "-tags", tag, ".").Output()
+		if err != nil {
+			t.Fatalf("go list -deps -tags %s: %v", tag, err)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 10 {
+			t.Fatalf("go list -deps -tags %s listed only %q", tag, deps)
+		}
+		for _, d := range deps {
+			if d == sdk {
+				t.Errorf("built with -tags %s, the CLI still has %s", tag, sdk)
+			}
+		}
+	}
+}
