@@ -26,7 +26,9 @@ echo "$version" >"$at/list"
 gomodcache=$(go env GOMODCACHE)
 chmod -R u+w "$gomodcache/$module@$version" "$gomodcache/cache/download/$module/@v" 2>/dev/null || true
 rm -rf "${gomodcache:?}/$module@$version" "$gomodcache/cache/download/$module/@v/$version".*
-GOPROXY="file://$tmp/proxy,$(go env GOPROXY)" GOFLAGS=-mod=mod GONOSUMDB=$module GONOSUMCHECK=1 GOSUMDB=off \
+# GODEBUG=goindex=0: the go command's index of the module cache (in
+# GOCACHE) would still list the files of the copy removed above.
+GODEBUG=goindex=0 GOPROXY="file://$tmp/proxy,$(go env GOPROXY)" GOFLAGS=-mod=mod GONOSUMDB=$module GONOSUMCHECK=1 GOSUMDB=off \
 	GOBIN=$tmp/bin go install "$module/cmd/objlease@$version"
 got=$("$tmp/bin/objlease" version)
 echo "go install $module/cmd/objlease@$version: $got"
