@@ -19,6 +19,10 @@ cd "$repo"
 version=${1:-$(grep -m1 -oE '^## \[v[0-9]+\.[0-9]+\.[0-9]+\]' CHANGELOG.md | tr -d '[]# ')}
 out=${2:-dist/$version}
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+if [[ -n $(git status --porcelain 2>/dev/null) ]]; then
+	revision+=-modified # not the commit's bytes: say so in every binary
+	echo "release: the work tree has changes; the binaries say $revision" >&2
+fi
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 targets=${OBJLEASE_RELEASE_TARGETS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64}
 ldflags="-s -w -buildid= -X main.version=$version -X main.revision=$revision"
@@ -51,5 +55,9 @@ for target in $targets; do
 	go run ./scripts/archive "$out/$name.$ext" "$stage" "$name"
 	echo "release: $out/$name.$ext ($(du -k "$stage/$exe" | cut -f1) KiB binary)" >&2
 done
-(cd "$out" && sha256sum -- *.tar.gz *.zip 2>/dev/null >"objlease_${version}_checksums.txt")
+(
+	cd "$out"
+	shopt -s nullglob
+	sha256sum -- *.tar.gz *.zip >"objlease_${version}_checksums.txt"
+)
 echo "release: $out/objlease_${version}_checksums.txt" >&2
