@@ -15,11 +15,17 @@
 #      again with -cpu 1 while two busy loops load both cores (timing
 #      flakes fail there); then 1,000 more seeds of the simulation and the
 #      SPIN model checks (scripts/spin.sh);
-#   4. the same in integration/ twice: against emulators the tests start as
+#   4. vet, gofmt and the tests of the examples/ module (the Lambda and
+#      Cloud Run handlers against the emulators, the Kubernetes manifests
+#      decoded strictly);
+#   5. the same in integration/ twice: against emulators the tests start as
 #      local processes from $OBJLEASE_EMULATORS_DIR, then against the same
 #      emulators as containers (OBJLEASE_EMULATORS=docker), with a Docker
 #      engine and images from scripts/containers.sh; then its
-#      *_unsafe_test.go tests, with -tags objlease_unsafe, on processes.
+#      *_unsafe_test.go tests, with -tags objlease_unsafe, on processes;
+#      in the container run also the image (scripts/image.sh) with
+#      integration/image: run, elect and group join in containers,
+#      stopped by the engine and taken over.
 #
 # Usage: ./scripts/test.sh [go test flags]
 #
@@ -204,6 +210,20 @@ integration() {
 	return "$rc"
 }
 
+# image_tests: builds the objlease image (scripts/image.sh) and runs
+# integration/image against it; output as for integration, in
+# $logs/image.log.
+image_tests() {
+	local tag log=$logs/image.log
+	tag=$(bash "$repo/scripts/image.sh") || return 1
+	(cd "$repo/integration" && OBJLEASE_EMULATORS=docker OBJLEASE_IMAGE=$tag \
+		go test -race -count=1 -tags objlease_image -v "${test_flags[@]}" ./image/) 2>&1 |
+		tee "$log" | grep -vE '^ *(=== (RUN|PAUSE|CONT|NAME) |--- PASS: )'
+	local rc=${PIPESTATUS[0]}
+	log "image tests: $(counts "$log") (log: $log)"
+	return "$rc"
+}
+
 # engine_up: a Docker engine (DOCKER_HOST exported) and the images.
 engine_started=""
 docker_ready=false
@@ -235,9 +255,15 @@ test_flags=("$@")
 results=()
 declare -A ran skipped
 skipped_docker=false
-module "root module" "$repo" integration
+module "root module" "$repo" integration examples
 summary=""
 module "integration module" "$repo/integration"
+summary=""
+module "examples module" "$repo/examples"
+# The examples' tests run their handlers against the emulators, as local
+# processes, and decode the Kubernetes manifests strictly.
+step test env OBJLEASE_EMULATORS=process go test -race -count=1 "${test_flags[@]}" ./...
+results[-1]="examples module:${summary%,}"
 summary=""
 for mode in $modes; do
 	case $mode in
@@ -250,6 +276,7 @@ for mode in $modes; do
 		elif [[ $docker_ready == true ]]; then
 			summary+=" engine and images ok ($((SECONDS - start))s),"
 			step "tests in containers" integration docker
+			step "the image: run, elect, group join in containers" image_tests
 			step "no containers left" bash "$repo/scripts/containers.sh" leftovers
 		fi
 		;;
