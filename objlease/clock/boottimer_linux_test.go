@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -76,4 +77,16 @@ func TestRealTimersWaitOnBootClock(t *testing.T) {
 	if got := queued(); got != before+1 {
 		t.Fatalf("a timer of Real queued %d calls on the boot clock, want 1", got-before)
 	}
+}
+
+// Inside a testing/synctest bubble the machine's timers are Go's, which follow
+// the bubble's fake time: the timerfd's reader, outside the bubble, must
+// never call into it (the simulation's bubbled tests hung on that).
+func TestMachineTimersInSynctestBubble(t *testing.T) {
+	bootQueue() // made outside the bubble, as by any earlier timer
+	synctest.Test(t, func(t *testing.T) {
+		fired := make(chan struct{})
+		osSource{}.AfterFunc(10*time.Millisecond, func() { close(fired) })
+		<-fired
+	})
 }
