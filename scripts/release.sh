@@ -34,6 +34,11 @@ mkdir -p "$out"
 
 # The completions and the page come from a binary for this machine.
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/host/objlease" ./cmd/objlease
+got=$("$tmp/host/objlease" version)
+[[ $got == "objlease $version $revision "* ]] || {
+	echo "release: the binary says \"$got\", want objlease $version $revision" >&2
+	exit 1
+}
 mkdir -p "$tmp/extra/completions" "$tmp/extra/man"
 for sh in bash zsh fish; do
 	"$tmp/host/objlease" completion "$sh" >"$tmp/extra/completions/objlease.$sh"
