@@ -38,7 +38,9 @@
 // (through another store root, a symbolic link to a directory, a bind
 // mount) therefore reaches the same lock; a symbolic link at the object's
 // own name is resolved first, so a write through it takes the lock beside
-// the file it points at and replaces that file, not the link. Hard links
+// the file it points at and replaces that file, not the link. A key that
+// links lead out of the store's directory is refused with
+// providers.ErrInvalidKey: the store never writes outside it. Hard links
 // are not recognised: a second name for the same file is another object,
 // and the first write through either name separates them.
 //
@@ -341,6 +343,12 @@ func (s *store) files(op, key string) (paths, error) {
 	var p string
 	if pathLock() {
 		p = resolve(join(s.root, key))
+		// A symbolic link may take a key anywhere inside the store's
+		// directory, never out of it: a write there would replace a file
+		// that is no object of the store's.
+		if root := s.dir(); !below(root, p) {
+			return paths{}, driver.Wrap(op, key, fmt.Errorf("%w: a symbolic link takes it to %s, outside the store's directory %s", driver.ErrInvalidKey, p, root), nil)
+		}
 	} else {
 		p = join(s.dir(), key)
 	}
