@@ -57,12 +57,12 @@ var exitCodes = []struct {
 	{78, []error{providers.ErrNoBucket, providers.ErrPermission, providers.ErrWrongEndpoint},
 		"the store is not set up as the URL says: the bucket or container does not exist, no credentials were found or they were refused, the endpoint does not serve the store's API, or (file://) the file system refused access or is mounted read-only"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
-		fence.ErrVersionsRepeat, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
+		fence.ErrVersionsRepeat, fence.ErrReservedKey, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
 		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty)"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold, elect: the lease was lost while held"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
-	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},
-		"the object at the key is not an objlease record (or is of a newer schema), left alone unless --force is given; or it is a fenced data object, or a lease record where fenced data was meant, never overwritten; or its token is the largest there can be; or, with --force, nothing shows the highest token issued (give --min-token or --fenced)"},
+	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, fence.ErrBadManifest, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},
+		"the object at the key is not an objlease record (or is of a newer schema), left alone unless --force is given; or it is a fenced data object, or a lease record where fenced data was meant, never overwritten; or a batch's manifest is not an objlease manifest; or its token is the largest there can be; or, with --force, nothing shows the highest token issued (give --min-token or --fenced)"},
 	{75, []error{objlease.ErrHeld, errNotAcquired}, "the lease was not acquired: held by another holder past --timeout (release: held by another holder)"},
 	{1, []error{errNoLease, providers.ErrNotFound, errUnsafe, bench.ErrViolation}, "inspect, release: there is no lease at the key; batch show: nothing has been committed under the prefix; doctor: the store does not enforce conditional writes; bench: two holders held a lease at once"},
 	{126, []error{errCannotStart}, "run, elect, group join: the command could not be started"},
@@ -213,6 +213,10 @@ func reason(err error, rawURL string) string {
 		return fmt.Sprintf("the highest token issued at %q cannot be established: %s; %s", tok.Key, tok.Reason, hint)
 	case errors.Is(err, objlease.ErrFencedObject) && errors.As(err, &rec):
 		return fmt.Sprintf("the object at %q is a fenced data object, not a lease record; it is never overwritten", rec.Key)
+	case errors.Is(err, fence.ErrBadManifest):
+		return err.Error() + "; something other than a batch commit wrote it, and it is never overwritten: move it aside with the store's own tools, then commit again"
+	case errors.Is(err, fence.ErrReservedKey):
+		return err.Error() + "; use batch put and batch commit for a batch's objects"
 	case errors.Is(err, fence.ErrLeaseRecord):
 		return fmt.Sprintf("the object %s is a lease record, not fenced data; it is never overwritten (end the lease with release or break)", keyOf(err, rawURL))
 	case errors.As(err, &rec):

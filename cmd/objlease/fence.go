@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	neturl "net/url"
+	"strings"
 
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
@@ -106,6 +108,9 @@ func (c *cli) putCmd(fs *flagSet) action {
 		if err != nil {
 			return err
 		}
+		if err := reservedName(url); err != nil {
+			return opErr("put", url, err)
+		}
 		store, key, err := c.open(ctx, url, true)
 		if err != nil {
 			return opErr("put", url, err)
@@ -127,6 +132,20 @@ func (c *cli) putCmd(fs *flagSet) action {
 	}
 }
 
+// reservedName refuses a URL that points into a batch's own directory,
+// whether the "_objlease/" segment falls in the key or, for a plain path,
+// in the directory taken as the store (fence.Put checks only the key).
+func reservedName(rawURL string) error {
+	p := rawURL
+	if u, err := neturl.Parse(rawURL); err == nil && u.Scheme != "" {
+		p = u.Host + u.Path
+	}
+	if strings.Contains(p, "_objlease/") {
+		return fmt.Errorf("%w: only a batch writes under _objlease/, and a write there would break the prefix's commits", fence.ErrReservedKey)
+	}
+	return nil
+}
+
 // rmCmd is a fenced delete.
 func (c *cli) rmCmd(fs *flagSet) action {
 	token := addToken(fs)
@@ -135,6 +154,9 @@ func (c *cli) rmCmd(fs *flagSet) action {
 		url, err := fs.oneURL(pos)
 		if err != nil {
 			return err
+		}
+		if err := reservedName(url); err != nil {
+			return opErr("rm", url, err)
 		}
 		store, key, err := c.open(ctx, url, true)
 		if err != nil {
@@ -208,8 +230,11 @@ func (c *cli) batchCmd(fs *flagSet) action {
 			return err
 		}
 		m, err := fence.ReadCommitted(ctx, store, prefix)
-		if err != nil {
+		if errors.Is(err, providers.ErrNotFound) {
 			return opErr(op, url, fmt.Errorf("no committed set: %w", err))
+		}
+		if err != nil {
+			return opErr(op, url, err)
 		}
 		if *asJSON {
 			return c.printJSON(m)

@@ -201,10 +201,10 @@ func readManifest(ctx context.Context, store providers.Store, prefix string) (*M
 		if tok, ok := leaseRecord(obj.Data); ok {
 			return nil, leaseRecordError(key, tok)
 		}
-		return nil, fmt.Errorf("manifest %q: not a valid objlease manifest: %w", key, err)
+		return nil, fmt.Errorf("manifest %q: %w: %v", key, ErrBadManifest, err)
 	}
 	if m.Schema != ManifestSchema {
-		return nil, fmt.Errorf("manifest %q: schema %d, this objlease reads %d", key, m.Schema, ManifestSchema)
+		return nil, fmt.Errorf("manifest %q: %w: schema %d, this objlease reads %d", key, ErrBadManifest, m.Schema, ManifestSchema)
 	}
 	m.version = obj.Version
 	return &m, nil

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/objlease/objlease/internal/entropy"
 	"github.com/objlease/objlease/internal/fencemeta"
@@ -53,7 +54,22 @@ var (
 	// never replaces or deletes (it would destroy the lease and its token).
 	// End a lease with objlease's Release or Break instead.
 	ErrLeaseRecord = errors.New("object is a lease record, not a fenced object")
+	// ErrReservedKey: the key is in a batch's own directory (it has a
+	// "_objlease/" segment), where only a Batch writes; a fenced Put or
+	// Delete there would break the prefix's commits.
+	ErrReservedKey = errors.New("key is a batch's own")
+	// ErrBadManifest: the object at a guarded prefix's manifest key is no
+	// objlease manifest (or of another schema); it is never overwritten.
+	ErrBadManifest = errors.New("not a valid objlease manifest")
 )
+
+// checkKey refuses a key in a batch's own directory.
+func checkKey(key string) error {
+	if strings.Contains(key, dirName) {
+		return fmt.Errorf("%q: %w: only a batch writes under %s, and a write there would break the prefix's commits", key, ErrReservedKey, dirName)
+	}
+	return nil
+}
 
 // StaleError reports a refused fenced write.
 type StaleError struct {
@@ -198,6 +214,9 @@ func Get(ctx context.Context, store providers.Store, key string, maxBytes int64)
 }
 
 func checkStore(store providers.Store, key string, opts Options) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
 	if store.Properties().VersionsRepeat && !opts.UniquePayloads {
 		return fmt.Errorf("%q on %s: %w (use fence.Batch, or set UniquePayloads if every payload is unique)", key, store.Properties().Name, ErrVersionsRepeat)
 	}

@@ -43,3 +43,44 @@ func TestCommitWritten(t *testing.T) {
 		t.Fatalf("stale: %v", err)
 	}
 }
+
+// A fenced Put or Delete never touches a batch's own objects: over the
+// manifest it would make every later commit of the prefix fail.
+func TestPutRefusesBatchNames(t *testing.T) {
+	store := mem.New()
+	ctx := t.Context()
+	b := fence.NewBatch(store, "out/", 3)
+	if err := b.Put(ctx, "f.txt", []byte("rows")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Commit(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"out/_objlease/manifest.json", "_objlease/manifest.json", "out/_objlease/00000000000000000003/f.txt"} {
+		if _, err := fence.Put(ctx, store, key, 9, []byte("x"), fence.Options{}); !errors.Is(err, fence.ErrReservedKey) {
+			t.Errorf("Put %q: %v, want ErrReservedKey", key, err)
+		}
+		if err := fence.Delete(ctx, store, key, 9, fence.Options{}); !errors.Is(err, fence.ErrReservedKey) {
+			t.Errorf("Delete %q: %v, want ErrReservedKey", key, err)
+		}
+	}
+	if m, err := fence.ReadCommitted(ctx, store, "out/"); err != nil || m.Token != 3 {
+		t.Errorf("the commit after the refused writes: %+v, %v", m, err)
+	}
+	// A manifest written by something else is reported as such.
+	if _, err := store.Replace(ctx, "out/_objlease/manifest.json", []byte(`{"not":"a manifest"}`), nil, mustVersion(t, store, "out/_objlease/manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fence.ReadCommitted(ctx, store, "out/"); !errors.Is(err, fence.ErrBadManifest) {
+		t.Errorf("ReadCommitted over a foreign manifest: %v, want ErrBadManifest", err)
+	}
+}
+
+func mustVersion(t *testing.T, store providers.Store, key string) string {
+	t.Helper()
+	a, err := store.Stat(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Version
+}
