@@ -55,7 +55,7 @@ var exitCodes = []struct {
 }{
 	{0, nil, "success"},
 	{78, []error{providers.ErrNoBucket, providers.ErrPermission, providers.ErrWrongEndpoint},
-		"the store is not set up as the URL says: the bucket or container does not exist, no credentials were found or they were refused, the endpoint does not serve the store's API, or (file://) the file system refused access or is mounted read-only"},
+		"the store is not set up as the URL says: the bucket or container does not exist, no credentials were found or they were refused, the endpoint does not serve the store's API, or (file://) the file system refused access, is mounted read-only or is full"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
 		fence.ErrVersionsRepeat, fence.ErrReservedKey, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
 		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty)"},
@@ -227,6 +227,8 @@ func reason(err error, rawURL string) string {
 		return fmt.Sprintf("the object at %q %s: %s; it is left alone unless --force is given", rec.Key, what, rec.Reason)
 	case errors.Is(err, providers.ErrNoBucket):
 		return fmt.Sprintf("%s %q does not exist (check the name or %s)", bucketWord(rawURL), bucketOf(rawURL), endpointHint(rawURL))
+	case errors.Is(err, providers.ErrPermission) && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && errors.As(err, &pe):
+		return core(pe) + " (free space on that file system, or use another directory)"
 	case errors.Is(err, providers.ErrPermission) && strings.HasPrefix(rawURL, "file:") && errors.As(err, &pe):
 		// The file system refused: the store's words name the file and why.
 		return core(pe) + " (check that the directory is writable by this user and not mounted read-only)"

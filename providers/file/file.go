@@ -426,8 +426,9 @@ func refused(err *error) { *err = permanent(*err) }
 // a way that lasts until someone changes it, an error that says so with
 // providers.ErrPermission and names the file: EACCES and EPERM (the owner,
 // mode or attributes of a directory or file; the user running the
-// process), and EROFS (a file system mounted read-only). Waiting does not
-// cure them, and callers stop at once. A write whose outcome is unknown
+// process), EROFS (a file system mounted read-only), ENOSPC and EDQUOT (a
+// full disk or quota). Waiting does not cure them (someone must), and
+// callers stop at once. A write whose outcome is unknown
 // stays ErrUnknownOutcome.
 func permanent(err error) error {
 	switch {
@@ -878,6 +879,9 @@ func (s *store) commit(f paths, data []byte, sc *sidecar) error {
 	sc.Pending = filepath.Base(f.pending)
 	ino, mtime, err := writeSynced(f.pending, data)
 	if err != nil {
+		// Before the commit point the pending file is nobody's: left
+		// behind, a part written to a full disk would keep it full.
+		os.Remove(f.pending)
 		return err
 	}
 	sc.Inode, sc.MtimeNs = ino, mtime
@@ -887,6 +891,8 @@ func (s *store) commit(f paths, data []byte, sc *sidecar) error {
 		return err
 	}
 	if _, _, err := writeSynced(f.attrsNew, append(b, '\n')); err != nil {
+		os.Remove(f.attrsNew)
+		os.Remove(f.pending)
 		return err
 	}
 	s.crashPoint("sidecar written")

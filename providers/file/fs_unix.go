@@ -126,6 +126,10 @@ func refusal(err error) (why string, ok bool) {
 		return ": operation not permitted", true
 	case errors.Is(err, syscall.EACCES):
 		return "", true // the sentinel says "permission denied"
+	case errors.Is(err, syscall.ENOSPC):
+		return ": no space left on device", true
+	case errors.Is(err, syscall.EDQUOT):
+		return ": disk quota exceeded", true
 	}
 	return "", false
 }

@@ -141,6 +141,8 @@ func refusal(err error) (why string, ok bool) {
 		return ": read-only file system", true
 	case errors.Is(err, windows.ERROR_ACCESS_DENIED):
 		return "", true // the sentinel says "permission denied"
+	case errors.Is(err, windows.ERROR_DISK_FULL), errors.Is(err, windows.ERROR_HANDLE_DISK_FULL):
+		return ": disk full", true
 	}
 	return "", false
 }
