@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -110,8 +109,7 @@ func (c *cli) electCmd(fs *flagSet) action {
 	listen := fs.Bool("listen", false, "do not campaign: print the leader now, then a line per change of leader, until signalled")
 	asJSON := addOutput(fs)
 	fs.checks = append(fs.checks, func() error {
-		valueSet := false
-		fs.Visit(func(f *flag.Flag) { valueSet = valueSet || f.Name == "value" })
+		valueSet := fs.isSet("value")
 		switch {
 		case *listen && valueSet:
 			return errors.New("--value with --listen: a listener does not campaign, so it has no value to publish")

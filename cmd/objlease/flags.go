@@ -53,6 +53,13 @@ func (fs *flagSet) printUsage(w io.Writer) {
 	fmt.Fprintf(w, "\nExit codes: objlease help exit-codes\n")
 }
 
+// isSet reports whether the command line gave the flag name.
+func (fs *flagSet) isSet(name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // parse parses args, in which flags may come before or after positional
 // arguments, and returns the positional ones. For a command with cmdAfter
 // > 0, the argument after the first cmdAfter positional ones, or anything
@@ -132,6 +139,9 @@ func (lf *leaseFlags) addHolder(fs *flagSet) {
 	fs.StringVar(&lf.holder, "holder", "", "holder `identity` written in the record: printable, no control characters, tabs or newlines, at most 256 bytes (default HOST/PID/RANDOM)")
 	fs.checks = append(fs.checks, func() error {
 		if lf.holder == "" {
+			if fs.isSet("holder") {
+				return errors.New("--holder is empty (an unset variable?): give an identity, or leave the flag out for HOST/PID/RANDOM")
+			}
 			return nil
 		}
 		if err := objlease.CheckHolder(lf.holder); err != nil {
@@ -144,7 +154,7 @@ func (lf *leaseFlags) addHolder(fs *flagSet) {
 func (lf *leaseFlags) addDrift(fs *flagSet) {
 	fs.Float64Var(&lf.drift, "drift", objlease.DefaultDriftBound, "bound on the rate error of any participant's clock (0.01 = 1%), in (0, 0.5)")
 	fs.checks = append(fs.checks, func() error {
-		if lf.drift <= 0 || lf.drift >= 0.5 {
+		if !(lf.drift > 0 && lf.drift < 0.5) { // NaN too
 			return fmt.Errorf("--drift %v must be in (0, 0.5): every clock drifts, and by less than half", lf.drift)
 		}
 		return nil

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -100,8 +99,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 	})
 	slots := fs.Int("slots", 0, "let at most `N` holders run at once: URL is then the prefix of N slots, each a lease with tokens of its own, and COMMAND also gets OBJLEASE_SLOT")
 	fs.checks = append(fs.checks, func() error {
-		slotsSet := false
-		fs.Visit(func(f *flag.Flag) { slotsSet = slotsSet || f.Name == "slots" })
+		slotsSet := fs.isSet("slots")
 		switch {
 		case slotsSet && *slots < 1:
 			return fmt.Errorf("--slots must be at least 1 (got %d)", *slots)
@@ -367,6 +365,9 @@ func (e *startError) Unwrap() []error { return []error{errNotFound, e.err} }
 // notFoundHint says what was not found when argv0 could not be started:
 // the program on $PATH, the file, or the interpreter its #! line names.
 func notFoundHint(argv0 string) string {
+	if strings.HasPrefix(argv0, "-") {
+		return fmt.Sprintf("%q looks like a flag: flags go before \"--\", and what follows it is the command", argv0)
+	}
 	if !strings.ContainsRune(argv0, os.PathSeparator) && !strings.ContainsRune(argv0, '/') {
 		return fmt.Sprintf("no %q in any directory of $PATH", argv0)
 	}
