@@ -167,6 +167,9 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	}
 	cmd := lookup(args[0])
 	if cmd == nil {
+		if strings.HasPrefix(args[0], "-") {
+			return usagef("flag %s before the command: only -v goes there; a command's flags follow its name: objlease COMMAND [flags] URL", args[0])
+		}
 		return usagef("unknown command %q (want one of %s)", args[0], commandNames())
 	}
 	fs := newFlagSet(cmd)

@@ -96,7 +96,7 @@ func NewBatch(store providers.Store, prefix string, token uint64) *Batch {
 // batch's earlier object.
 func (b *Batch) Put(ctx context.Context, name string, data []byte) error {
 	if name == "" || strings.HasPrefix(name, "/") {
-		return fmt.Errorf("batch %q: invalid object name %q", b.prefix, name)
+		return fmt.Errorf("batch %q: %w: object name %q (want a relative name, such as part-0001.csv)", b.prefix, providers.ErrInvalidKey, name)
 	}
 	key := TokenDir(b.prefix, b.token) + name
 	md := map[string]string{TokenKey: strconv.FormatUint(b.token, 10), batchKey: b.id}
