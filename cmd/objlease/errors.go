@@ -173,7 +173,8 @@ func opErr(op, url string, err error) error {
 func describe(err error) string {
 	var oe *opError
 	if errors.As(err, &oe) {
-		return oe.op + " " + oe.url + ": " + reason(oe.err, oe.url)
+		// A plain path is judged as the file:// URL it stands for.
+		return oe.op + " " + oe.url + ": " + reason(oe.err, storeURL(oe.url))
 	}
 	return reason(err, "")
 }
