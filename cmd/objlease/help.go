@@ -105,7 +105,7 @@ func (c *cli) helpCmd(fs *flagSet) action {
 		}
 		cmd := lookup(pos[0])
 		if len(pos) > 1 || cmd == nil || cmd.hidden {
-			return usagef("help: unknown command %q (want one of %s, or %s)", strings.Join(pos, " "), commandNames(), exitCodesTopic)
+			return usagef("help: unknown command %q (want one of %s, or %s or %s)", strings.Join(pos, " "), commandNames(), exitCodesTopic, manTopic)
 		}
 		cfs := newFlagSet(cmd)
 		cmd.setup(c, cfs)
@@ -333,7 +333,7 @@ _objlease() {
   if [ -n "$pre" ]; then COMPREPLY=("${COMPREPLY[@]#"$pre"}"); fi
 }
 complete -F _objlease objlease
-`, strings.Join(append(visibleCommands(), exitCodesTopic), " "), strings.Join(schemes(), " "))
+`, strings.Join(append(visibleCommands(), exitCodesTopic, manTopic), " "), strings.Join(schemes(), " "))
 	return b.String()
 }
 

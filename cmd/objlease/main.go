@@ -109,7 +109,7 @@ func init() {
 		{name: benchHolderCmd, hidden: true, setup: (*cli).benchHolderCmd},
 		{name: superviseCmd, hidden: true, setup: (*cli).superviseCmd},
 		{name: "completion", args: "bash|zsh|fish", summary: "print a shell completion script", detail: completionDetail, setup: (*cli).completionCmd, subcommands: []string{"bash", "zsh", "fish"}},
-		{name: "help", args: "[COMMAND|exit-codes]", summary: "show this help, or a command's", detail: helpDetail, setup: (*cli).helpCmd},
+		{name: "help", args: "[COMMAND|exit-codes|man]", summary: "show this help, or a command's", detail: helpDetail, setup: (*cli).helpCmd},
 		{name: "version", args: "[-o json]", summary: "print the version", detail: versionDetail, setup: (*cli).versionCmd},
 	}
 }
