@@ -195,3 +195,14 @@ func sortedCopy(s []string) []string {
 	}
 	return out
 }
+
+// Completion offers the schemes a command takes: not mem://, which every
+// command but bench refuses.
+func TestCompletionOffersNoMem(t *testing.T) {
+	c := &cli{}
+	for shell, script := range map[string]string{"bash": c.bashCompletion(), "fish": c.fishCompletion()} {
+		if strings.Contains(script, "mem://") || !strings.Contains(script, "s3://") {
+			t.Errorf("%s completion: mem:// offered, or s3:// not", shell)
+		}
+	}
+}

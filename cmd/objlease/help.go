@@ -278,9 +278,13 @@ func visibleCommands() []string {
 	return names
 }
 
+// schemes are the URL schemes completion offers.
 func schemes() []string {
 	var out []string
 	for _, s := range providers.Schemes() {
+		if s == "mem" {
+			continue // only bench takes it: offered, it would only be refused
+		}
 		out = append(out, s+"://")
 	}
 	return out
