@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	neturl "net/url"
+	"strconv"
 	"strings"
 
 	"github.com/objlease/objlease/objlease/fence"
@@ -49,13 +50,33 @@ empty standard input. --allow-empty allows both.`
 
 // addToken registers --token, required by every fenced write.
 func addToken(fs *flagSet) *uint64 {
-	token := new(uint64)
-	fs.Uint64Var(token, "token", 0, "fencing `token` of the writer (e.g. $OBJLEASE_TOKEN)")
+	token := tokenVar(fs, "fencing `token` of the writer (e.g. $OBJLEASE_TOKEN)")
 	fs.require("token")
 	fs.checks = append(fs.checks, func() error {
-		if *token == 0 {
+		if !fs.isSet("token") {
 			return errors.New("needs --token N (the fencing token, e.g. $OBJLEASE_TOKEN)")
 		}
+		return nil
+	})
+	return token
+}
+
+// tokenVar registers --token, a writer's fencing token, whose every bad
+// value is refused with the rule: a whole number from 1.
+func tokenVar(fs *flagSet, usage string) *uint64 {
+	token := new(uint64)
+	fs.Func("token", usage, func(s string) error {
+		const rule = "want the fencing token the lease gave, a whole number from 1 (e.g. $OBJLEASE_TOKEN)"
+		n, err := strconv.ParseUint(s, 10, 64)
+		switch {
+		case s == "":
+			return errors.New("is empty (an unset variable?): " + rule)
+		case err != nil:
+			return fmt.Errorf("%q is not a token: %s", s, rule)
+		case n == 0:
+			return errors.New("0 is no token (tokens start at 1): " + rule)
+		}
+		*token = n
 		return nil
 	})
 	return token
@@ -178,8 +199,7 @@ type commitResult struct {
 // batchCmd runs the batch subcommands. Its flags are the union of theirs;
 // each subcommand checks the ones it needs.
 func (c *cli) batchCmd(fs *flagSet) action {
-	var token uint64
-	fs.Uint64Var(&token, "token", 0, "put, commit: fencing `token` of the writer (e.g. $OBJLEASE_TOKEN)")
+	tokenp := tokenVar(fs, "put, commit: fencing `token` of the writer (e.g. $OBJLEASE_TOKEN)")
 	merge := fs.Bool("merge", false, "commit: keep earlier committed objects this batch did not rewrite")
 	allowEmpty := addAllowEmpty(fs, "put: write an empty object when standard input is empty; commit: commit even if nothing was written under the token, replacing the committed set with an empty one (both refused otherwise)")
 	asJSON := addOutput(fs)
@@ -188,7 +208,7 @@ func (c *cli) batchCmd(fs *flagSet) action {
 		if len(pos) == 0 || want[pos[0]] != len(pos) {
 			return usagef("usage: objlease batch put --token N PREFIX-URL NAME | commit --token N PREFIX-URL | show PREFIX-URL (got %q)", pos)
 		}
-		sub, url := pos[0], pos[1]
+		sub, url, token := pos[0], pos[1], *tokenp
 		op := "batch " + sub
 		if sub != "show" && token == 0 {
 			return usagef("%s needs --token N (the fencing token, e.g. $OBJLEASE_TOKEN)", op)

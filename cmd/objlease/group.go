@@ -57,6 +57,8 @@ shard kept. SIGINT, SIGTERM or SIGHUP make join leave: every COMMAND is
 stopped as above, the shards and the membership are released at once, and
 join exits 128+N. A COMMAND that cannot be found exits 127 before joining.
 
+group show exits 1, with "no group under PREFIX" on stderr, if the prefix
+has no member and no shard.
 Exits 69 if the listing, or reading a record, failed; 78 if the bucket is
 missing or the credentials are refused.`
 
@@ -204,11 +206,12 @@ func (c *cli) groupShow(ctx context.Context, lf *leaseFlags, url, format string,
 	if err := add("shard", v.Shards); err != nil {
 		return opErr("group", url, err)
 	}
+	if rows == nil {
+		// Empty tables with exit 0 would read as a group of nobody.
+		return opErr("group", url, &tagged{"no group here: no member and no shard under the prefix (group define or group join makes one)" + missingDir(url), errNoLease})
+	}
 	judgeGroup(rows, lf.drift)
 	if format == "json" {
-		if rows == nil {
-			rows = []groupRow{}
-		}
 		return c.printJSON(groupList{Kind: "GroupList", Items: rows})
 	}
 	owned := map[string]int{}

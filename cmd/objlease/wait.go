@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -24,7 +25,8 @@ const slotsPoll = time.Second
 // missing bucket or refused credentials, ends it at once) and, when stderr
 // is a terminal or under -v, says who holds the lease, since when, and the
 // earliest this observer could take it over, again only when that changes
-// (waitNews). With --timeout 0 it makes one attempt, and looks for
+// (waitNews); elsewhere it says so once, when the wait is longer than
+// longWait. With --timeout 0 it makes one attempt, and looks for
 // the outcome of a write whose reply was lost for at most the lease's TTL
 // (after which such a write has expired).
 func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
@@ -47,13 +49,17 @@ func (c *cli) await(ctx context.Context, cl *objlease.Client, timeout *waitFlag)
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within %s", errNotAcquired, timeout))
 		defer cancel()
 	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	w := &waiting{ctx: ctx, c: c, ttl: cl.Options().TTL, say: func(held *objlease.HeldError, first bool) {
 		c.sayHeld(ctx, cl, held, first)
-	}}
+	}, stop: stop}
 	l, err := objlease.Await(ctx, cl, cl.TryAcquire, w.progress)
 	switch {
 	case err == nil:
 		return l, nil
+	case w.self != nil:
+		return nil, w.self
 	case ctx.Err() != nil && !permanent(err):
 		return nil, waitEnded(ctx, w.last, w.storeErr)
 	}
@@ -62,7 +68,7 @@ func (c *cli) await(ctx context.Context, cl *objlease.Client, timeout *waitFlag)
 
 // waiting follows one wait's progress: who held the lease last, the last
 // store failure, and when to say again who holds it (through say, on a
-// terminal or with -v).
+// terminal or with -v; elsewhere once, if the wait is long).
 type waiting struct {
 	ctx      context.Context // the wait's: an attempt it cut short is no store failure
 	c        *cli
@@ -71,6 +77,9 @@ type waiting struct {
 	last     *objlease.HeldError
 	storeErr error
 	news     waitNews
+	saidOnce bool // said once, where no progress is said
+	stop     context.CancelCauseFunc
+	self     error // the lease is held by the command this process runs under
 }
 
 // progress is the objlease.Await hook.
@@ -82,11 +91,42 @@ func (w *waiting) progress(p objlease.Progress) {
 		return
 	}
 	w.storeErr = nil
+	if ownLease(p.Held) {
+		w.self = usagef("this process runs under the lease it waits for (held by %s, token %d: $OBJLEASE_HOLDER and $OBJLEASE_TOKEN here), so it would wait for itself forever; fence with $OBJLEASE_TOKEN, or lease another key", showHolder(p.Held.Holder), p.Held.Token)
+		w.stop(w.self)
+		return
+	}
 	first := w.last == nil || p.Held.Holder != w.last.Holder || p.Held.Token != w.last.Token
 	w.last = p.Held
-	if w.news.changed(p, w.ttl) && w.c.progress() {
+	if !w.news.changed(p, w.ttl) {
+		return
+	}
+	switch {
+	case w.c.progress():
+		w.say(p.Held, first)
+	case !w.saidOnce && p.Held.Wait >= longWait && w.mayLast(longWait):
+		// Quiet, as in a job's log, but not silent for long: once.
+		w.saidOnce = true
 		w.say(p.Held, first)
 	}
+}
+
+// mayLast reports whether the wait's deadline, if any, is d or more away.
+func (w *waiting) mayLast(d time.Duration) bool {
+	end, ok := w.ctx.Deadline()
+	return !ok || time.Until(end) >= d
+}
+
+// longWait is the wait past which a waiter says once what it waits for,
+// even where it would say nothing (stderr not a terminal, no -v).
+const longWait = 3 * time.Second
+
+// ownLease reports whether held is the lease this process runs under: a
+// command started by run, elect or group join that waits for its own
+// lease again.
+func ownLease(held *objlease.HeldError) bool {
+	holder, token := os.Getenv("OBJLEASE_HOLDER"), os.Getenv("OBJLEASE_TOKEN")
+	return holder != "" && holder == held.Holder && token == strconv.FormatUint(held.Token, 10)
 }
 
 // waitEnded is why a wait ended early: a signal; or --timeout, with the

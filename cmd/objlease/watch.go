@@ -302,12 +302,27 @@ func (c *cli) watchCmd(fs *flagSet) action {
 		}
 		defer store.Close()
 		isPrefix := *prefix || key == "" || strings.HasSuffix(key, "/")
+		if !isPrefix {
+			c.sayIfDirectory(ctx, store, url, key)
+		}
 		w := newWatcher(c, store, key, newTracker(*renewals, isPrefix), clock.Real(), lf.options(c.log), *asJSON)
 		err = w.run(ctx, poll)
 		if _, ok := interrupted(ctx); ok {
 			return nil // the way to stop watching
 		}
 		return opErr("watch", url, err)
+	}
+}
+
+// sayIfDirectory says once that key, which names no object, is the
+// directory of some: watch DIR/ (or --prefix) was most likely meant. The
+// watch goes on on the key, which may yet be written.
+func (c *cli) sayIfDirectory(ctx context.Context, store providers.Store, url, key string) {
+	if _, err := store.Stat(ctx, key); !errors.Is(err, providers.ErrNotFound) {
+		return
+	}
+	if page, err := store.List(ctx, key+"/", "", 1); err == nil && len(page.Objects) > 0 {
+		c.say(fmt.Sprintf("watch %s: no object at %q, but there are objects under %q: watching the key; give %s/ (or --prefix) to watch them", url, key, key+"/", url))
 	}
 }
 

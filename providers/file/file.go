@@ -260,8 +260,11 @@ func (s *store) dir() string { return resolve(s.root) }
 func open(_ context.Context, u *url.URL, _ providers.OpenOptions) (*providers.Bucket, string, error) {
 	const want = "want file:///absolute/dir/key or file:///absolute/dir/"
 	switch {
-	case u.Opaque != "" || (u.Host != "" && u.Host != "localhost"):
+	case u.Opaque != "":
 		return nil, "", fmt.Errorf("%w %q: relative paths are not accepted; %s", providers.ErrBadURL, u.Redacted(), want)
+	case u.Host != "" && u.Host != "localhost":
+		// file://data/k reads "data" as a host: name the slash it lacks.
+		return nil, "", fmt.Errorf("%w %q: %q is read as a host name, and file URLs name no host (a missing slash? file:///%s%s); %s", providers.ErrBadURL, u.Redacted(), u.Host, u.Host, u.EscapedPath(), want)
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
 		return nil, "", fmt.Errorf("%w %q: file URLs take no user, query or fragment; %s", providers.ErrBadURL, u.Redacted(), want)
 	case !strings.HasPrefix(u.Path, "/"):
