@@ -9,6 +9,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -307,6 +310,57 @@ func TestCLIWrongEndpointS3AtGCS(t *testing.T) {
 	runCLI(t, env, "inspect", u).want(t, 78, strings.Replace(line, "%s", "inspect", 1))
 	runCLI(t, env, "acquire", "--timeout", "0", u).want(t, 78, strings.Replace(line, "%s", "acquire", 1))
 	runCLI(t, env, "run", "--timeout", "0", u, "--", "true").want(t, 78, strings.Replace(line, "%s", "run", 1))
+	// Its XML API lists the bucket, with a listing no S3 server sends.
+	runCLI(t, env, "list", s3CLIURL("http://"+g.Host, g.Bucket, "")).want(t, 78,
+		`list s3://\S+: endpoint does not serve the store's API: bucket "`+g.Bucket+`": the endpoint answered a listing without IsTruncated, which every S3 listing has \(check \?endpoint= or AWS_ENDPOINT_URL\)`)
+}
+
+// An S3 endpoint that answers 404 with no body to everything (a wrong host
+// behind a proxy) read as an empty bucket: inspect said "no lease" (1),
+// acquire "precondition failed" (69), list printed an empty table (0).
+// No S3 server answers a GET, PUT or listing so: every command says the
+// endpoint does not serve the S3 API, exit 78.
+func TestCLIWrongEndpointS3BareNotFound(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	env := []string{"AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s", "AWS_REGION=us-east-1"}
+	u := s3CLIURL(srv.URL, "bkt", "a")
+	line := `%s s3://\S+: endpoint does not serve the store's API: bucket "bkt": the endpoint answered 404 without an S3 error in the reply \(check \?endpoint= or AWS_ENDPOINT_URL\)`
+	for _, args := range [][]string{
+		{"inspect", u}, {"acquire", "--timeout", "0", u}, {"run", "--timeout", "0", u, "--", "true"},
+		{"release", "--holder", "h", u}, {"list", s3CLIURL(srv.URL, "bkt", "")}, {"doctor", u},
+		{"group", s3CLIURL(srv.URL, "bkt", "g/")}, {"batch", "show", s3CLIURL(srv.URL, "bkt", "out/")},
+	} {
+		name := args[0]
+		if name == "batch" {
+			name += " " + args[1]
+		}
+		runCLI(t, env, args...).want(t, 78, strings.Replace(line, "%s", name, 1))
+	}
+}
+
+// An https:// endpoint at a port that speaks plain HTTP read as an
+// unreachable store (69, "check the network"). It is the URL's mistake:
+// every store says the endpoint does not speak TLS, exit 78.
+func TestCLIHTTPSAtHTTPEndpoint(t *testing.T) {
+	s3e, g, a := emulator.VersityGW(t), emulator.FakeGCS(t), emulator.Azurite(t)
+	https := func(endpoint string) string { return strings.Replace(endpoint, "http://", "https://", 1) }
+	for _, tc := range []struct {
+		name, url string
+		env       []string
+	}{
+		{"s3", s3CLIURL(https(s3e.Endpoint), s3e.Bucket, "a"), s3CLIEnv(s3e, s3e.AccessKey, s3e.SecretKey)},
+		{"gcs", "gs://" + g.Bucket + "/a", []string{"STORAGE_EMULATOR_HOST=https://" + g.Host}},
+		{"azblob", "azblob://" + a.Container + "/a", []string{"AZURE_STORAGE_CONNECTION_STRING=" + strings.Replace(a.ConnectionString, "http://", "https://", 1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runCLI(t, tc.env, "inspect", tc.url).want(t, 78, `inspect \S+: endpoint does not serve the store's API: it does not speak TLS, but the endpoint is https:// \(an http:// endpoint\?\).*`)
+		})
+	}
 }
 
 // No credentials at all for S3: a run retried for ever with the SDK's

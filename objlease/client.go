@@ -585,8 +585,24 @@ func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string) 
 		if attempt == 3 {
 			return res, uncertain, err
 		}
+		if errors.Is(err, providers.ErrConflict) {
+			// The racing write is still being applied (S3: "a conflicting
+			// conditional operation is in progress"): give it the time to
+			// land, so that the next attempt finds it rather than racing
+			// it again.
+			if err := sleepCtx(ctx, c.jitter(conflictWait<<(attempt-1))); err != nil {
+				return res, uncertain, err
+			}
+		}
 	}
 }
+
+// conflictWait is the first wait after a write refused by a racing one
+// still in flight; it doubles with each attempt. It is network time, not
+// lease time (it decides nothing about expiry): it runs on Go's timers,
+// which a synctest bubble fakes, not on Options.Clock, which a test may
+// never advance.
+const conflictWait = 30 * time.Millisecond
 
 // resolve re-reads the record until it can tell whether the write of rec,
 // made over ifVersion, landed: the record then carries rec's holder and

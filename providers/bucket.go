@@ -2,9 +2,11 @@ package providers
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -328,6 +330,17 @@ func checkMetadataName(k string) error {
 // A message that spans lines (some SDKs append the reply body) is put on
 // one, so that logs and the CLI show one line per failure.
 func wrap(op, key string, err error) error {
+	var rec tls.RecordHeaderError
+	if noTLS := errors.Is(err, http.ErrSchemeMismatch); noTLS || errors.As(err, &rec) {
+		// A TLS handshake answered with no TLS (most often plain HTTP):
+		// the URL's mistake, not the network's. The cause alone is kept:
+		// the driver's error may have called it unreachable.
+		cause := error(rec)
+		if noTLS {
+			cause = http.ErrSchemeMismatch
+		}
+		return Wrap(op, key, fmt.Errorf("%w: it does not speak TLS, but the endpoint is https:// (an http:// endpoint?)", ErrWrongEndpoint), cause)
+	}
 	if pe, ok := err.(*Error); ok {
 		return pe
 	}

@@ -413,6 +413,9 @@ func (c *cli) listCmd(fs *flagSet) action {
 			keys = append(keys, a.Key)
 			return nil
 		})
+		if listErr != nil && len(keys) == 0 {
+			return opErr("list", url, listErr) // no table: nothing was listed
+		}
 		slices.Sort(keys)
 		for _, key := range keys {
 			if err != nil {

@@ -68,6 +68,21 @@ var ContainerRule = bucketname.Rule{
 	Summary: "Azure container names have 3 to 63 characters: lowercase letters, digits and hyphens, beginning and ending with a letter or digit, with no two hyphens in a row",
 }
 
+// checkAccount refuses a name no storage account can have (Azure's rule:
+// 3 to 24 lowercase letters and digits), which would otherwise become a
+// host name the request cannot even be built for.
+func checkAccount(name string) error {
+	if len(name) < 3 || len(name) > 24 {
+		return fmt.Errorf("%q has %d characters; storage account names have 3 to 24 lowercase letters and digits", name, len(name))
+	}
+	for i, r := range name {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return fmt.Errorf("%q has %q at byte %d; storage account names have 3 to 24 lowercase letters and digits", name, r, i)
+		}
+	}
+	return nil
+}
+
 func parseURL(u *url.URL) (location, error) {
 	bad := func(format string, args ...any) (location, error) {
 		return location{}, fmt.Errorf("%w %q: %s", providers.ErrBadURL, u.Redacted(), fmt.Sprintf(format, args...))
@@ -88,8 +103,15 @@ func parseURL(u *url.URL) (location, error) {
 	for name, vals := range u.Query() {
 		switch name {
 		case "account":
+			if err := checkAccount(vals[0]); err != nil {
+				return bad("account: %v", err)
+			}
 			loc.account = vals[0]
 		case "endpoint":
+			e, err := url.Parse(vals[0])
+			if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+				return bad("endpoint %q is not an http(s) URL", vals[0])
+			}
 			loc.endpoint = strings.TrimSuffix(vals[0], "/")
 		default:
 			return bad("unknown query parameter %q (want account, endpoint)", name)
@@ -113,6 +135,9 @@ func openURL(u *url.URL, opts *container.ClientOptions) (*providers.Bucket, stri
 			return New(c), loc.key, nil
 		}
 		account = os.Getenv(EnvAccount)
+		if err := checkAccount(account); account != "" && err != nil {
+			return nil, "", fmt.Errorf("%w %q: %s: %v", providers.ErrBadURL, u.Redacted(), EnvAccount, err)
+		}
 	}
 	if endpoint == "" {
 		if account == "" {

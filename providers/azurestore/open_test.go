@@ -47,6 +47,12 @@ func TestParseURL(t *testing.T) {
 		"azblob://user@leases/k",     // credentials do not go in the URL
 		"azblob://leases:443/k",      // nor an endpoint
 		"s3://leases/k",              // another scheme
+		// Account names Azure cannot have: the request could not even be
+		// built ("invalid character in host name", exit 69).
+		"azblob://leases/k?account=bad%20name",
+		"azblob://leases/k?account=Acct",
+		"azblob://leases/k?account=ab",
+		"azblob://leases/k?endpoint=acct.blob.core.windows.net", // no scheme
 	}
 	for _, raw := range bad {
 		u, err := url.Parse(raw)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -35,6 +36,9 @@ type answer struct {
 	code    string // S3 error code from the body, or the SDK's stand-in for HEAD
 	noReply bool   // the request failed in transit, or its reply was lost or unreadable
 	ctxErr  bool   // the caller's context ended while the request was out
+	// region is the bucket's region where the reply names it (the
+	// x-amz-bucket-region header, or "expecting" in the message).
+	region string
 	// notS3 says a reply with a body carried no S3 error in it: the body
 	// was not XML, or had no error code, so the SDK made one up from the
 	// status line. S3 names its errors in every reply that has a body.
@@ -47,17 +51,28 @@ func inspect(err error) answer {
 	if errors.As(err, &re) && re.Response != nil {
 		a.status = re.HTTPStatusCode()
 	}
+	if re != nil && re.Response != nil {
+		a.region = re.Response.Header.Get("X-Amz-Bucket-Region")
+	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		a.code = ae.ErrorCode()
+		if m := expectingRegion.FindStringSubmatch(ae.ErrorMessage()); m != nil {
+			a.region = m[1]
+		}
 	}
 	var send *smithyhttp.RequestSendError
 	var de *smithy.DeserializationError
 	var ne net.Error
 	a.noReply = errors.As(err, &send) || errors.As(err, &de) || errors.As(err, &ne)
 	a.ctxErr = errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-	// A reply without a body (HEAD, or a terse proxy) says nothing either way.
+	// A HEAD's reply has no body, and says nothing either way. Any other
+	// 404 or 405 from S3 names its error in a body: one with no body is
+	// from something else (a wrong host behind a proxy).
 	head := re != nil && re.Response != nil && re.Response.Request != nil && re.Response.Request.Method == http.MethodHead
+	if (a.status == 404 || a.status == 405) && !head && re.Response.ContentLength == 0 {
+		a.notS3 = true
+	}
 	if (a.status >= 400 && a.status < 500 || a.status == 501) && !head && re.Response.ContentLength != 0 {
 		text := http.StatusText(a.status)
 		var syntax *xml.SyntaxError
@@ -68,6 +83,11 @@ func inspect(err error) answer {
 	}
 	return a
 }
+
+// expectingRegion finds the bucket's region in AuthorizationHeaderMalformed's
+// message: AWS `the region 'us-east-1' is wrong; expecting 'eu-west-1'`,
+// versitygw the same with double quotes.
+var expectingRegion = regexp.MustCompile(`expecting ['"]([a-z0-9-]+)['"]`)
 
 // bodyLost says reading the reply failed on the connection (it closed or
 // reset mid-body), as opposed to the body arriving and not parsing.
@@ -110,6 +130,12 @@ func (s *store) mapError(op, key string, req request, err error) error {
 	// HEAD's reply has no body and is not judged here (see whyMissing).
 	case a.notS3:
 		sentinel = fmt.Errorf("%w: bucket %q: the endpoint answered %d without an S3 error in the reply", providers.ErrWrongEndpoint, s.bucket, a.status)
+
+	// The region the request was signed for is not the bucket's. AWS: 301
+	// PermanentRedirect (bare to HEAD) with x-amz-bucket-region; AWS and
+	// versitygw: 400 AuthorizationHeaderMalformed "... expecting 'R'".
+	case a.region != "" && (a.status == 301 || a.status == 400) && a.region != s.signingRegion():
+		sentinel = fmt.Errorf("%w: bucket %q is in region %q, not %q: give ?region=%s (or set AWS_REGION)", providers.ErrBadURL, s.bucket, a.region, s.signingRegion(), a.region)
 
 	// AWS and versitygw: NoSuchBucket on any request with a body.
 	case a.code == "NoSuchBucket":
@@ -192,6 +218,14 @@ func (s *store) mapError(op, key string, req request, err error) error {
 	return providers.Wrap(op, key, sentinel, err)
 }
 
+// signingRegion is the region requests are signed for.
+func (s *store) signingRegion() string {
+	if s.client == nil {
+		return ""
+	}
+	return s.client.Options().Region
+}
+
 // whyMissing tells apart what a HEAD's bare 404 to Stat can mean, until the
 // bucket is known to exist: a one-key listing names the cause in its body.
 // If the listing is refused too (a policy without s3:ListBucket) or fails,
@@ -202,12 +236,15 @@ func (s *store) whyMissing(ctx context.Context, key string, headErr error) error
 
 // whyMissingFor is whyMissing for op, whose HEAD answered 404 as req.
 func (s *store) whyMissingFor(ctx context.Context, op string, req request, key string, headErr error) error {
-	_, err := s.client.ListObjectsV2(ctx, &s3sdk.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &key, MaxKeys: aws.Int32(1)}, s.opts...)
+	out, err := s.client.ListObjectsV2(ctx, &s3sdk.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &key, MaxKeys: aws.Int32(1)}, s.opts...)
 	if err == nil {
+		if err := s.checkListing(out); err != nil {
+			return providers.Wrap(op, key, err, headErr)
+		}
 		s.seen.Store(true)
 		return s.mapError(op, key, req, headErr)
 	}
-	if m := s.mapError(op, key, read, err); errors.Is(m, ErrNoBucket) || errors.Is(m, providers.ErrWrongEndpoint) ||
+	if m := s.mapError(op, key, read, err); errors.Is(m, ErrNoBucket) || errors.Is(m, providers.ErrWrongEndpoint) || errors.Is(m, providers.ErrBadURL) ||
 		inspect(err).code != "AccessDenied" && errors.Is(m, ErrCredentials) {
 		return m
 	}

@@ -103,14 +103,20 @@ func TestMapError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			key := "leases/" + strings.ReplaceAll(tt.name, " ", "-")
 			s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
-				if r.Method == http.MethodHead && tt.op == "delete" {
+				switch {
+				case r.Method == http.MethodHead && tt.op == "delete":
 					headOK(w)
+					return
+				case r.Method == http.MethodGet && tt.op == "stat":
+					// The listing that tells a missing key from a missing
+					// bucket after a bare 404 to HEAD.
+					emptyListing(w, key)
 					return
 				}
 				s3Error(w, r, tt.status, tt.code, tt.msg)
 			})
-			key := "leases/" + strings.ReplaceAll(tt.name, " ", "-")
 			err := do(t.Context(), s, tt.op, key)
 			checkMapped(t, err, tt.op, key, tt.want)
 			if tt.code != "" && tt.op != "stat" {
@@ -138,10 +144,24 @@ func TestMapError(t *testing.T) {
 	}
 }
 
+// emptyListing answers a one-key listing of an existing, empty bucket.
+func emptyListing(w http.ResponseWriter, prefix string) {
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<ListBucketResult><Name>%s</Name><Prefix>%s</Prefix><KeyCount>0</KeyCount><MaxKeys>1</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>`, testBucket, prefix)
+}
+
 // TestDeletePrecheck covers the HEAD that Delete sends first.
 func TestDeletePrecheck(t *testing.T) {
 	t.Run("absent", func(t *testing.T) {
-		s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) { s3Error(w, r, 404, "", "") })
+		// HEAD answers a bare 404; the listing that tells a missing key
+		// from a missing bucket finds the bucket, empty.
+		s, f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				emptyListing(w, "k")
+				return
+			}
+			s3Error(w, r, 404, "", "")
+		})
 		err := s.Delete(t.Context(), "k", "v1")
 		checkMapped(t, err, "delete", "k", providers.ErrPrecondition)
 		if n := f.requests(http.MethodDelete); n != 0 {
@@ -349,13 +369,15 @@ func TestUnreachable(t *testing.T) {
 }
 
 // TestNotAnS3Endpoint: a server that is not S3 (a GCS emulator, a web
-// server) answers 4xx without an S3 error body. That is not a missing
-// object: every operation says the endpoint does not serve the API.
+// server, a wrong host behind a proxy) answers 4xx without an S3 error
+// body, or with no body at all. That is not a missing object: every
+// operation says the endpoint does not serve the API.
 func TestNotAnS3Endpoint(t *testing.T) {
 	for _, page := range []struct{ name, contentType, body string }{
 		{"plain", "text/plain; charset=utf-8", "404 page not found\n"},
 		{"html", "text/html", "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error response</title>\n</head>\n<body><h1>Error response</h1></body></html>\n"},
 		{"json", "application/json", `{"error":{"code":404,"message":"Not Found"}}`},
+		{"empty", "", ""},
 	} {
 		for _, op := range []string{"get", "stat", "list", "create", "replace", "delete"} {
 			t.Run(page.name+"/"+op, func(t *testing.T) {
@@ -372,6 +394,57 @@ func TestNotAnS3Endpoint(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWrongRegion: a request signed for another region than the bucket's
+// exited 69 with the store's message, or 69 "400 BadRequest" for a HEAD.
+// Each answer that names the bucket's region says which region to give,
+// as a bad URL (64). The fake is in us-east-1.
+func TestWrongRegion(t *testing.T) {
+	for _, tt := range []struct{ name, how string }{
+		{"versitygw", "400"}, // 400 AuthorizationHeaderMalformed, bare to HEAD
+		{"aws", "301"},       // 301 PermanentRedirect with x-amz-bucket-region
+	} {
+		for _, op := range []string{"get", "stat", "list", "create", "replace"} {
+			t.Run(tt.name+"/"+op, func(t *testing.T) {
+				s, _ := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+					if tt.how == "301" {
+						w.Header().Set("X-Amz-Bucket-Region", "eu-west-1")
+						s3Error(w, r, 301, "PermanentRedirect", "The bucket you are attempting to access must be addressed using the specified endpoint. Please send all future requests to this endpoint.")
+						return
+					}
+					s3Error(w, r, 400, "AuthorizationHeaderMalformed", `The authorization header is malformed; the region "us-east-1" is wrong; expecting "eu-west-1"`)
+				})
+				err := do(t.Context(), s, op, "k")
+				if !errors.Is(err, providers.ErrBadURL) || !strings.Contains(err.Error(), `bucket "bkt" is in region "eu-west-1", not "us-east-1": give ?region=eu-west-1`) {
+					t.Errorf("%s: %v, want ErrBadURL naming the region", op, err)
+				}
+			})
+		}
+	}
+}
+
+// TestListingNotS3: fake-gcs-server's XML API, given as an S3 endpoint,
+// lists a bucket with a ListBucketResult that has no IsTruncated, which no
+// S3 listing lacks: the endpoint does not serve the API, for list and for
+// the listing after a HEAD's bare 404.
+func TestListingNotS3(t *testing.T) {
+	s, _ := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			s3Error(w, r, 404, "", "")
+			return
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<ListBucketResult><Name>%s</Name><Delimiter></Delimiter><Prefix></Prefix><KeyCount>0</KeyCount></ListBucketResult>`, testBucket)
+	})
+	for _, op := range []string{"list", "stat"} {
+		err := do(t.Context(), s, op, "k")
+		if !errors.Is(err, providers.ErrWrongEndpoint) {
+			t.Errorf("%s: %v, want ErrWrongEndpoint", op, err)
+		}
+		checkError(t, err, op, "k")
 	}
 }
 

@@ -67,8 +67,7 @@ func parseURL(u *url.URL) (urlConfig, error) {
 		v := vals[0]
 		switch name {
 		case "endpoint":
-			e, err := url.Parse(v)
-			if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+			if !httpURL(v) {
 				return c, bad("endpoint %q is not an http(s) URL", v)
 			}
 			c.endpoint = v
@@ -90,7 +89,22 @@ func parseURL(u *url.URL) (urlConfig, error) {
 			return c, bad("unknown parameter %q (want endpoint, region, path_style, tigris_consistent)", name)
 		}
 	}
+	if c.endpoint == "" {
+		// The SDK reads these; a malformed one would fail every request
+		// with its endpoint-rule error.
+		for _, name := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
+			if v := os.Getenv(name); v != "" && !httpURL(v) {
+				return c, fmt.Errorf("%w: %s %q is not an http(s) URL: fix or unset it (or give ?endpoint=)", providers.ErrBadURL, name, v)
+			}
+		}
+	}
 	return c, nil
+}
+
+// httpURL reports whether v is an http:// or https:// URL with a host.
+func httpURL(v string) bool {
+	e, err := url.Parse(v)
+	return err == nil && (e.Scheme == "http" || e.Scheme == "https") && e.Host != ""
 }
 
 // open is the Opener for s3:// URLs; see the package doc.

@@ -89,6 +89,25 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
+// TestMalformedEndpointEnv: a malformed AWS_ENDPOINT_URL failed every
+// request with the SDK's endpoint-rule error (exit 69); it is the URL's
+// setting, refused before any request and named. ?endpoint= overrides it.
+func TestMalformedEndpointEnv(t *testing.T) {
+	for _, name := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
+		isolateAWSEnv(t)
+		t.Setenv(name, "http//127.0.0.1:9000")
+		u, _ := url.Parse("s3://bkt/k")
+		_, err := parseURL(u)
+		if !errors.Is(err, providers.ErrBadURL) || !strings.Contains(err.Error(), name+` "http//127.0.0.1:9000" is not an http(s) URL`) {
+			t.Errorf("%s malformed: %v, want ErrBadURL naming it", name, err)
+		}
+		u, _ = url.Parse("s3://bkt/k?endpoint=http://127.0.0.1:9000")
+		if _, err := parseURL(u); err != nil {
+			t.Errorf("%s malformed, ?endpoint= given: %v", name, err)
+		}
+	}
+}
+
 // isolateAWSEnv keeps the developer's AWS configuration out of the test and
 // gives it static credentials.
 func isolateAWSEnv(t *testing.T) {

@@ -205,7 +205,9 @@ func (s *store) Stat(ctx context.Context, key string) (*driver.Attrs, error) {
 	const op = "stat"
 	out, err := s.client.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &s.bucket, Key: &key}, s.opts...)
 	if err != nil {
-		if inspect(err).status == 404 && !s.seen.Load() {
+		// A HEAD's reply has no body: until the bucket is known to exist,
+		// a listing names what a bare 404, 400 or 301 meant.
+		if st := inspect(err).status; (st == 404 || st == 400 || st == 301) && !s.seen.Load() {
 			return nil, s.whyMissing(ctx, key, err)
 		}
 		return nil, s.mapError(op, key, read, err)
@@ -301,6 +303,9 @@ func (s *store) List(ctx context.Context, prefix, pageToken string, pageSize int
 	if err != nil {
 		return driver.ListPage{}, s.mapError(op, prefix, read, err)
 	}
+	if err := s.checkListing(out); err != nil {
+		return driver.ListPage{}, driver.Wrap(op, prefix, err, nil)
+	}
 	s.seen.Store(true)
 	now := dateOf(out.ResultMetadata)
 	page := driver.ListPage{Objects: make([]driver.Attrs, 0, len(out.Contents))}
@@ -317,6 +322,16 @@ func (s *store) List(ctx context.Context, prefix, pageToken string, pageSize int
 		page.NextToken = aws.ToString(out.NextContinuationToken)
 	}
 	return page, nil
+}
+
+// checkListing refuses a listing that no S3 server would send: every S3
+// listing says whether it IsTruncated. fake-gcs-server's XML API, given as
+// an S3 endpoint, answers with one that does not (and 404 to every read).
+func (s *store) checkListing(out *s3sdk.ListObjectsV2Output) error {
+	if out.IsTruncated != nil {
+		return nil
+	}
+	return fmt.Errorf("%w: bucket %q: the endpoint answered a listing without IsTruncated, which every S3 listing has", providers.ErrWrongEndpoint, s.bucket)
 }
 
 // Properties reports that ETags repeat for identical bytes and that
