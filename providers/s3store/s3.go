@@ -93,6 +93,10 @@
 //	400 InvalidBucketName                                               ErrInvalidBucket (also ErrInvalidKey), naming the bucket
 //	400 KeyTooLongError                                                 ErrInvalidKey
 //	501 NotImplemented (store lacks conditional writes)                 errors.ErrUnsupported
+//	301 with x-amz-bucket-region, 400 AuthorizationHeaderMalformed
+//	"... expecting 'R'" (the request was signed for another region)     ErrBadURL, naming the region to give
+//	4xx whose body holds no S3 error, 404 or 405 with no body (not to
+//	HEAD), a listing without IsTruncated (not an S3 server)             ErrWrongEndpoint
 //	no connection (refused, DNS, TLS handshake): nothing sent           ErrUnreachable
 //	on PUT and DELETE: transport error, lost reply, timeout or
 //	cancellation after sending, 5xx                                     ErrUnknownOutcome
@@ -100,8 +104,8 @@
 // Anything else (a read's 5xx or transport error after the SDK's retries, 403
 // RequestTimeTooSkewed, ...) is a *providers.Error that wraps only the native
 // error. A write whose context is done before it is sent wraps the context's
-// error: nothing was sent. A HEAD reply has no body, so a 404 to Stat's HEAD
-// could be a missing bucket (or on versitygw an unknown access key): until
+// error: nothing was sent. A HEAD reply has no body, so a 404 (or 400, or
+// 301) to Stat's HEAD could be a missing bucket (or on versitygw an unknown access key): until
 // a request has shown the bucket exists, Stat asks once more with a one-key
 // listing, whose reply names the cause. Delete reports ErrPrecondition for a
 // missing bucket.
