@@ -303,6 +303,17 @@ func (b *Bucket) checkKey(key string) error {
 		// S3 listings could not return it in XML; GCS refuses CR and LF.
 		return errors.New("key contains a control character")
 	}
+	// One rule for every store: a key is used as given, or refused. The
+	// S3 SDK cleans "a//b" and "a/../b" into other keys; a file store's
+	// path would climb or collapse.
+	for seg := range strings.SplitSeq(key, "/") {
+		switch seg {
+		case "":
+			return errors.New(`key has an empty path segment ("//" or a trailing "/"), which a store could turn into another key`)
+		case ".", "..":
+			return fmt.Errorf("key has a %q path segment, which a store could resolve into another key", seg)
+		}
+	}
 	if p := b.d.Properties(); p.MaxKeyBytes > 0 && len(key) > p.MaxKeyBytes {
 		return fmt.Errorf("key is %d bytes, %s allows %d", len(key), p.Name, p.MaxKeyBytes)
 	}

@@ -118,6 +118,9 @@ func (c *cli) open(ctx context.Context, rawURL string, wantKey bool) (providers.
 // store's client, for bench, which keeps every lease of a mem:// run
 // inside its own process and counts what goes on the wire.
 func (c *cli) openAny(ctx context.Context, rawURL string, wantKey bool, opts providers.OpenOptions) (providers.Store, string, error) {
+	if err := climbs(rawURL); err != nil {
+		return nil, "", err
+	}
 	store, key, err := providers.OpenWith(ctx, storeURL(rawURL), opts)
 	if err != nil {
 		return nil, "", err
@@ -225,6 +228,25 @@ func storeURL(rawURL string) string {
 		abs = "/" + abs // a Windows path: file:///C:/x
 	}
 	return (&url.URL{Scheme: "file", Path: abs}).String()
+}
+
+// climbs refuses a plain path with ".." after a name (d/bad/../x): made
+// absolute it would be cleaned as text, which is not what the kernel makes
+// of it after a symbolic link. A leading "../" is the shell's, and kept.
+func climbs(rawURL string) error {
+	if !isPath(rawURL) {
+		return nil
+	}
+	named := false
+	for seg := range strings.SplitSeq(filepath.ToSlash(rawURL), "/") {
+		switch {
+		case seg == ".." && named:
+			return usagef("path %q has a \"..\" after a name: give the directory without it", rawURL)
+		case seg != "" && seg != "." && seg != "..":
+			named = true
+		}
+	}
+	return nil
 }
 
 // isPath reports whether rawURL is a plain path rather than a URL.

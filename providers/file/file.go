@@ -269,6 +269,26 @@ func open(_ context.Context, u *url.URL, _ providers.OpenOptions) (*providers.Bu
 		return nil, "", fmt.Errorf("%w %q: file URLs take no user, query or fragment; %s", providers.ErrBadURL, u.Redacted(), want)
 	case !strings.HasPrefix(u.Path, "/"):
 		return nil, "", fmt.Errorf("%w %q: no path; %s", providers.ErrBadURL, u.Redacted(), want)
+	case strings.Contains(strings.ToLower(u.EscapedPath()), "%2f"):
+		// Decoded, it would be a directory the URL does not show.
+		return nil, "", fmt.Errorf("%w %q: %%2F in the path: a file store has no name with a slash in it; write directories with /", providers.ErrBadURL, u.Redacted())
+	}
+	// A URL names the directory as it is: one with "..", "." or "//" in
+	// it would be resolved (and created) as another.
+	dirs := strings.Split(u.Path, "/")
+	for _, seg := range dirs[1 : len(dirs)-1] {
+		switch seg {
+		case "..":
+			// Not cleaned as text: after a symbolic link, the kernel's
+			// ".." is the parent of the link's target.
+			return nil, "", fmt.Errorf(`%w %q: the path has a ".." segment: name the directory without it`, providers.ErrBadURL, u.Redacted())
+		case "", ".":
+			what := `a "." segment`
+			if seg == "" {
+				what = `"//"`
+			}
+			return nil, "", fmt.Errorf("%w %q: the path has %s; give the directory as it is, %s", providers.ErrBadURL, u.Redacted(), what, "file://"+path.Clean(u.Path))
+		}
 	}
 	root, key := path.Split(localPath(u.Path))
 	// A missing directory is no error: it reads as empty, and the first

@@ -85,6 +85,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("MaxBytes", s.testMaxBytes)
 	t.Run("List", s.testList)
 	t.Run("UnicodeKeys", s.testUnicodeKeys)
+	t.Run("KeysAsGiven", s.testKeysAsGiven)
 	t.Run("Versions", s.testVersions)
 	t.Run("Timestamps", s.testTimestamps)
 	t.Run("CancelledBeforeSending", s.testCancelledBeforeSending)
@@ -520,6 +521,36 @@ func (s *suite) testUnicodeKeys(t *testing.T) {
 	}
 	_, err = s.Bucket.Stat(ctx, key)
 	wantErr(t, err, "stat", key, providers.ErrNotFound)
+}
+
+// testKeysAsGiven: one key rule for every store. A key is stored and listed
+// exactly as given, escapes and all; one a store or its SDK would turn into
+// another key ("a//b", "a/../b") is refused before anything is sent.
+func (s *suite) testKeysAsGiven(t *testing.T) {
+	ctx := t.Context()
+	dir := s.key("asgiven/")
+	for _, name := range []string{"a%2Fb", "a%b", "a+b=c&d", "a b", "a..b", ".a"} {
+		key := dir + name
+		res := s.create(t, key, []byte(name), nil)
+		checkObject(t, s.get(t, key), key, []byte(name), nil, res.Version)
+	}
+	got := s.listAll(t, dir, 100)
+	if len(got) != 6 {
+		t.Errorf("list %q: got %+v, want the 6 keys as written", dir, got)
+	}
+	for _, a := range got {
+		if o := s.get(t, a.Key); string(o.Data) != strings.TrimPrefix(a.Key, dir) {
+			t.Errorf("listed key %q holds %q: the key was stored under another name", a.Key, o.Data)
+		}
+	}
+	for _, name := range []string{"a//b", "a/../b", "a/./b", "../b", "a/"} {
+		key := dir + name
+		_, err := s.Bucket.Create(ctx, key, []byte("x"), nil)
+		wantErr(t, err, "create", key, providers.ErrInvalidKey)
+	}
+	if got := s.listAll(t, dir, 100); len(got) != 6 {
+		t.Errorf("after refused keys, list %q: got %+v, want the same 6 keys", dir, got)
+	}
 }
 
 func (s *suite) testVersions(t *testing.T) {
