@@ -177,6 +177,13 @@ func TestCompletionInInteractiveBash(t *testing.T) {
 	b.send("objlease inspect file://" + leases + "/o\tone\t")
 	b.line("objlease inspect file://" + leases + "/only/one ")
 
+	// A plain path, as a file:// URL's path is completed.
+	b.send("objlease inspect " + leases + "/o\tone\t")
+	b.line("objlease inspect " + leases + "/only/one ")
+	b.send("objlease inspect " + leases + "/j\t")
+	b.line("objlease inspect " + leases + "/jobs/")
+	b.send("\x15")
+
 	// Flags, and schemes.
 	b.send("objlease hold --store-c\t")
 	b.line("objlease hold --store-clock ")

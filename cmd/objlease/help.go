@@ -332,7 +332,13 @@ _objlease() {
     *)
       if [ -n "$subs" ] && [ "$COMP_CWORD" -eq 2 ]; then COMPREPLY=($(compgen -W "$subs" -- "$cur"))
       elif [ "$cmd" = help ]; then COMPREPLY=($(compgen -W %q -- "$cur"))
-      else compopt -o nospace 2>/dev/null; COMPREPLY=($(compgen -W %q -- "$cur")); fi ;;
+      else
+        # A URL's scheme, or a plain path (a file:// URL made absolute).
+        COMPREPLY=($(compgen -W %q -- "$cur"))
+        compopt -o filenames 2>/dev/null
+        if [ ${#COMPREPLY[@]} -gt 0 ] && [[ $cur != */* ]]; then compopt -o nospace 2>/dev/null; fi
+        while IFS= read -r f; do COMPREPLY+=("$f"); done < <(compgen -f -- "$cur")
+      fi ;;
   esac
   if [ -n "$pre" ]; then COMPREPLY=("${COMPREPLY[@]#"$pre"}"); fi
 }
@@ -377,6 +383,7 @@ func (c *cli) fishCompletion() string {
     end
 end
 complete -c objlease -n 'not __fish_use_subcommand' -a '(__objlease_file_urls)'
+complete -c objlease -n 'not __fish_use_subcommand' -F
 `)
 	return b.String()
 }
