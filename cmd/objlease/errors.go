@@ -19,6 +19,7 @@ import (
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/objlease/semaphore"
+	"github.com/objlease/objlease/objlease/tick"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -61,8 +62,8 @@ var exitCodes = []struct {
 		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty); a command under run waiting for the very lease it runs under"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold, elect: the lease was lost while held"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
-	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, fence.ErrBadManifest, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},
-		"the object at the key is not an objlease record (or is of a newer schema), left alone unless --force is given; or it is a fenced data object, or a lease record where fenced data was meant, never overwritten; or a batch's manifest is not an objlease manifest; or its token is the largest there can be; or, with --force, nothing shows the highest token issued (give --min-token or --fenced)"},
+	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, fence.ErrBadManifest, tick.ErrBadMark, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},
+		"the object at the key is not an objlease record (or is of a newer schema), left alone unless --force is given; or it is a fenced data object, or a lease record where fenced data was meant, never overwritten; or a batch's manifest, or a tick's mark, is not objlease's; or its token is the largest there can be; or, with --force, nothing shows the highest token issued (give --min-token or --fenced)"},
 	{75, []error{objlease.ErrHeld, errNotAcquired}, "the lease was not acquired: held by another holder past --timeout (release: held by another holder)"},
 	{1, []error{errNoLease, providers.ErrNotFound, errUnsafe, bench.ErrViolation}, "inspect, release: there is no lease at the key; group: no group under the prefix; batch show: nothing has been committed under the prefix; doctor: the store does not enforce conditional writes; bench: two holders held a lease at once"},
 	{126, []error{errCannotStart}, "run, elect, group join: the command could not be started"},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/semaphore"
+	"github.com/objlease/objlease/objlease/tick"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -56,6 +57,18 @@ then the prefix of N slots, each a lease with its own fencing tokens, and
 COMMAND also gets OBJLEASE_SLOT, its slot's index (fence per slot). Every
 process must pass the same N: the first records it, and one that disagrees
 exits 64. N must be at least 1.
+
+--once-per PERIOD runs COMMAND at most once per period of a schedule, for
+jobs whose triggers may come twice (Cloud Scheduler, Pub/Sub, a CronJob):
+the tick is the period (aligned to the Unix epoch, so periods that divide
+a day start at midnight UTC) that holds the store's time of the lease's
+acquisition, whatever the triggers' clocks say. --tick ID names the tick
+instead (the scheduler's own id of the run). Once COMMAND has exited 0, a
+mark beside the lease (KEY.tick, fenced with the token) says the tick is
+done; a later trigger of the same tick takes the lease, finds the mark,
+says so in one line and exits 0 without running COMMAND. If COMMAND fails
+or run dies before the mark, the tick stays open and the next trigger runs
+it, with a higher token. COMMAND also gets OBJLEASE_TICK.
 
 --commit PREFIX-URL commits what COMMAND wrote under its token once it
 exits 0; if it wrote nothing, the commit is refused and run exits 64
@@ -98,6 +111,9 @@ func (c *cli) runCmd(fs *flagSet) action {
 		return nil
 	})
 	slots := fs.Int("slots", 0, "let at most `N` holders run at once: URL is then the prefix of N slots, each a lease with tokens of its own, and COMMAND also gets OBJLEASE_SLOT")
+	var oncePer time.Duration
+	fs.Var(&durationFlag{d: &oncePer, min: time.Second, max: objlease.MaxTTL}, "once-per", "run COMMAND at most once per `period` of a schedule (aligned to the Unix epoch, judged on the store's clock): a later trigger of a tick whose COMMAND exited 0 exits 0 without running it")
+	tickID := fs.String("tick", "", "as --once-per, with the tick named by `ID` (the scheduler's id of the run)")
 	fs.checks = append(fs.checks, func() error {
 		slotsSet := fs.isSet("slots")
 		switch {
@@ -109,6 +125,12 @@ func (c *cli) runCmd(fs *flagSet) action {
 			return errors.New("--commit with --slots: each slot has tokens of its own, so one guarded prefix cannot fence them all")
 		case *allowEmpty && *commit == "":
 			return errors.New("--allow-empty without --commit: it only lets --commit commit an empty set")
+		case fs.isSet("once-per") && fs.isSet("tick"):
+			return errors.New("--once-per and --tick both name the tick: give one")
+		case fs.isSet("tick") && strings.TrimSpace(*tickID) == "":
+			return errors.New("--tick is empty (an unset variable?): give the scheduler's id of the run")
+		case *slots > 0 && (fs.isSet("once-per") || fs.isSet("tick")):
+			return errors.New("--once-per or --tick with --slots: each slot is a lease of its own, so one slot's mark cannot keep another from running the tick")
 		}
 		return nil
 	})
@@ -147,7 +169,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 				c.release(sl.Lease)
 				return opErr("run", url, i)
 			}
-			return c.runHolding(url, sl.Lease, argv, *grace, "", false, "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
+			return c.runHolding(url, sl.Lease, argv, *grace, "", false, nil, "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
 		}
 		cl, err := c.client(ctx, &lf, url)
 		if err != nil {
@@ -163,8 +185,41 @@ func (c *cli) runCmd(fs *flagSet) action {
 			c.release(l)
 			return opErr("run", url, i)
 		}
-		return c.runHolding(url, l, argv, *grace, *commit, *allowEmpty)
+		if oncePer == 0 && *tickID == "" {
+			return c.runHolding(url, l, argv, *grace, *commit, *allowEmpty, nil)
+		}
+		id, prev, err := c.tickOf(ctx, cl.Store(), l, oncePer, *tickID)
+		if err != nil {
+			c.release(l)
+			return opErr("run", url, err)
+		}
+		if prev != nil && prev.Tick == id {
+			c.say(fmt.Sprintf("run %s: tick %s was done by token %d (%s); not running the command again", url, id, prev.Token, showHolder(prev.Holder)))
+			return c.release(l)
+		}
+		markDone := func() error {
+			if err := tick.Done(context.Background(), cl.Store(), l, id); err != nil {
+				return fencedErr("run", url, fmt.Errorf("the command exited 0, but tick %s could not be marked done (the next trigger runs it again): %w", id, err))
+			}
+			return nil
+		}
+		return c.runHolding(url, l, argv, *grace, *commit, *allowEmpty, markDone, "OBJLEASE_TICK="+id)
 	}
+}
+
+// tickOf is the tick a run under l is for, id if given, else the period
+// that holds the store's time of l's acquisition; and the mark of the last
+// tick done (nil if none).
+func (c *cli) tickOf(ctx context.Context, store providers.Store, l *objlease.Lease, period time.Duration, id string) (string, *tick.Mark, error) {
+	if id == "" {
+		at, err := tick.Now(ctx, store, l)
+		if err != nil {
+			return "", nil, err
+		}
+		id = tick.Of(at, period)
+	}
+	prev, err := tick.Last(ctx, store, l.Key())
+	return id, prev, err
 }
 
 // takeSlot takes one slot of the semaphore of n slots at rawURL, waiting
@@ -222,7 +277,7 @@ func addGrace(fs *flagSet) *time.Duration {
 
 // runHolding runs argv while l is held, and returns its exit status. env
 // is added to the command's environment.
-func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string, allowEmpty bool, env ...string) error {
+func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string, allowEmpty bool, succeeded func() error, env ...string) error {
 	if commit != "" {
 		env = append(env, "OBJLEASE_COMMIT_URL="+commit)
 	}
@@ -247,6 +302,13 @@ func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace tim
 		// The commit is fenced by the store, not by still holding the
 		// lease; it is refused if a newer token has committed.
 		if err := c.commitAfterRun(commit, l.Token(), allowEmpty); err != nil {
+			c.release(l)
+			return err
+		}
+	}
+	if succeeded != nil && status == 0 {
+		// Before the release, while the token is the newest.
+		if err := succeeded(); err != nil {
 			c.release(l)
 			return err
 		}
