@@ -57,9 +57,8 @@ shard kept. SIGINT, SIGTERM or SIGHUP make join leave: every COMMAND is
 stopped as above, the shards and the membership are released at once, and
 join exits 128+N. A COMMAND that cannot be found exits 127 before joining.
 
-group show exits 1, with "no group under PREFIX" on stderr, if the prefix
-has no member and no shard.
-Exits 69 if the listing, or reading a record, failed; 78 if the bucket is
+group show exits 1, with "no group here" on stderr, if the prefix has no
+member and no shard. Exits 69 if the listing, or reading a record, failed; 78 if the bucket is
 missing or the credentials are refused.`
 
 // groupRow is one item of group show's JSON output.
