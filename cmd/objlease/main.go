@@ -63,6 +63,11 @@ type cli struct {
 	log      *slog.Logger
 	// requestTimeout bounds each store request (--request-timeout).
 	requestTimeout time.Duration
+	// probe is what --http serves; nil without --http.
+	probe *probe
+	// logJSON: --log-format json; cmdName is the command running, for it.
+	logJSON bool
+	cmdName string
 }
 
 // action runs a command with its positional arguments, once its flags are

@@ -91,6 +91,7 @@ func (w *waiting) progress(p objlease.Progress) {
 		return
 	}
 	w.storeErr = nil
+	w.c.probe.set(func(pr *probe) { pr.holder, pr.token = p.Held.Holder, p.Held.Token })
 	if ownLease(p.Held) {
 		w.self = usagef("this process runs under the lease it waits for (held by %s, token %d: $OBJLEASE_HOLDER and $OBJLEASE_TOKEN here), so it would wait for itself forever; fence with $OBJLEASE_TOKEN, or lease another key", showHolder(p.Held.Holder), p.Held.Token)
 		w.stop(w.self)
