@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -211,8 +212,17 @@ func (c *cli) sayHeld(ctx context.Context, cl *objlease.Client, held *objlease.H
 	c.say(msg)
 }
 
-// say writes one line of progress on stderr, whatever the log level.
+// say writes one line of progress on stderr, whatever the log level
+// (level INFO with --log-format json).
 func (c *cli) say(msg string) {
+	if c.logMu != nil {
+		c.logMu.Lock()
+		defer c.logMu.Unlock()
+	}
+	if c.logJSON {
+		c.stderr.Write(jsonLine(slog.LevelInfo, msg, c.cmdName, nil))
+		return
+	}
 	fmt.Fprintf(c.stderr, "objlease: %s\n", msg)
 }
 
