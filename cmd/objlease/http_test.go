@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -17,6 +19,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/objlease/objlease/providers"
 )
 
 // served is an objlease process started with --http 127.0.0.1:0, and the
@@ -344,5 +350,49 @@ func TestLogFormatJSONLine(t *testing.T) {
 	}
 	if !strings.HasPrefix(buf.String(), `{"time":`) || !strings.Contains(buf.String(), `"level":"WARN","msg":"cannot read the store","cmd":"watch"`) {
 		t.Fatalf("keys out of order: %s", buf.String())
+	}
+}
+
+// TestHealthzFailsOnlyOnPermanentStoreErrors: /healthz fails on a store
+// error waiting cannot cure, and while shutting down; not on an
+// unreachable store, which the command rides out.
+func TestHealthzFailsOnlyOnPermanentStoreErrors(t *testing.T) {
+	p := &probe{command: "watch", url: "s3://b/k", ready: func(p *probe) (bool, string) { return p.polled, "the last read of the store failed" }}
+	h := p.handler(prometheus.NewRegistry())
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	for _, tc := range []struct {
+		err  error
+		code int
+		body string
+	}{
+		{nil, 200, "ok\n"},
+		{fmt.Errorf("get k: %w", providers.ErrUnreachable), 200, "ok\n"},
+		{fmt.Errorf("get k: %w", providers.ErrNotFound), 200, "ok\n"},
+		{fmt.Errorf("get k: %w", providers.ErrPermission), 503, "store: "},
+		{fmt.Errorf("get k: %w", providers.ErrNoBucket), 503, "store: "},
+	} {
+		p.stored(tc.err)
+		if code, body := get("/healthz"); code != tc.code || !strings.HasPrefix(body, tc.body) {
+			t.Errorf("%v: /healthz %d %q, want %d %q", tc.err, code, body, tc.code, tc.body)
+		}
+	}
+	p.stored(nil)
+	if code, body := get("/readyz"); code != 503 || body != "the last read of the store failed\n" {
+		t.Errorf("/readyz %d %q", code, body)
+	}
+	p.set(func(p *probe) { p.polled = true })
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("/readyz %d after a read", code)
+	}
+	p.set(func(p *probe) { p.stopping = true })
+	if code, body := get("/healthz"); code != 503 || body != "shutting down\n" {
+		t.Errorf("/healthz %d %q while stopping", code, body)
+	}
+	if code, _ := get("/readyz"); code != 503 {
+		t.Errorf("/readyz %d while stopping", code)
 	}
 }

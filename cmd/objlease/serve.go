@@ -13,8 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/providers"
@@ -178,7 +180,8 @@ func (c *cli) serveHTTP(addr, command, url string) (stop func(), err error) {
 		ln.Close()
 		return nil, err
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp),
+		sdkmetric.WithResource(resource.NewSchemaless(attribute.String("service.name", "objlease"))))
 	otel.SetMeterProvider(mp)
 	c.probe = &probe{command: command, url: url}
 	srv := &http.Server{Handler: c.probe.handler(reg), ReadHeaderTimeout: 10 * time.Second}
