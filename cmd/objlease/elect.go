@@ -108,6 +108,7 @@ func (c *cli) electCmd(fs *flagSet) action {
 	value := fs.String("value", "", "the leader's `value` (for example its address), kept in the lease record while this process leads; followers read it with --listen or inspect")
 	listen := fs.Bool("listen", false, "do not campaign: print the leader now, then a line per change of leader, until signalled")
 	asJSON := addOutput(fs)
+	httpAddr := addHTTP(fs)
 	fs.checks = append(fs.checks, func() error {
 		valueSet := fs.isSet("value")
 		switch {
@@ -134,6 +135,16 @@ func (c *cli) electCmd(fs *flagSet) action {
 		}
 		if *listen && lf.poll == 0 {
 			lf.poll = listenPoll
+		}
+		stop, err := c.serveHTTP(*httpAddr, "elect", url)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		if *listen {
+			c.probe.set(func(p *probe) {
+				p.ready = func(p *probe) (bool, string) { return p.holder != "", "no leader" }
+			})
 		}
 		store, key, err := c.open(ctx, url, true)
 		if err != nil {
@@ -163,6 +174,7 @@ func (c *cli) electCmd(fs *flagSet) action {
 
 // sayLeader is elect's OnNewLeader: under -v, who leads now.
 func (c *cli) sayLeader(l election.Leader) {
+	c.probe.set(func(p *probe) { p.holder, p.token = l.Holder, l.Token })
 	if !c.verbose || l.Self {
 		return
 	}
@@ -201,6 +213,7 @@ func (c *cli) electHold(ctx context.Context, cl *objlease.Client, url string, as
 	e, err := election.New(election.Config{
 		Client: cl,
 		OnStartedLeading: func(lctx context.Context, l *objlease.Lease) {
+			c.probe.set(func(p *probe) { p.lease = l })
 			say("elected", l)
 			<-lctx.Done()
 			if cause := context.Cause(lctx); errors.Is(cause, objlease.ErrLeaseLost) {
@@ -284,6 +297,7 @@ func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, arg
 	e, err := election.New(election.Config{
 		Client: cl,
 		OnStartedLeading: func(lctx context.Context, l *objlease.Lease) {
+			c.probe.set(func(p *probe) { p.lease = l })
 			if lctx.Err() != nil {
 				return // stepping down already
 			}
@@ -364,6 +378,12 @@ func (c *cli) listenLeader(ctx context.Context, cl *objlease.Client, asJSON bool
 			return struct{}{}, err
 		}
 		ev := leaderOf(st)
+		c.probe.set(func(p *probe) {
+			p.holder, p.token = "", 0
+			if ev.Event == "leader" {
+				p.holder, p.token = ev.Holder, ev.Token
+			}
+		})
 		if last == nil || ev.Event != last.Event || ev.Holder != last.Holder || ev.Token != last.Token {
 			if asJSON {
 				printErr = c.printJSON(ev)

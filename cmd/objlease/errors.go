@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/objlease/objlease/cmd/objlease/internal/bench"
 	"github.com/objlease/objlease/objlease"
@@ -59,7 +62,7 @@ var exitCodes = []struct {
 		"the store is not set up as the URL says: the bucket or container does not exist, no credentials were found or they were refused, the endpoint does not serve the store's API, or (file://) the file system refused access, is mounted read-only or is full"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
 		fence.ErrVersionsRepeat, fence.ErrReservedKey, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
-		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty); a command under run waiting for the very lease it runs under"},
+		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty); a command under run waiting for the very lease it runs under; an --http address that cannot be listened on (in use, not this machine's)"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold, elect: the lease was lost while held"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
 	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, fence.ErrBadManifest, tick.ErrBadMark, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},
@@ -400,6 +403,8 @@ type lineHandler struct {
 	w       io.Writer
 	level   *slog.LevelVar
 	verbose *bool
+	json    *bool   // --log-format json: one JSON object per line instead
+	cmd     *string // the command's name, for json
 	mu      *sync.Mutex
 	attrs   []slog.Attr
 }
@@ -413,6 +418,9 @@ var reportedByCommand = map[string]bool{"lease lost": true}
 func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	if !*h.verbose && reportedByCommand[r.Message] {
 		return nil
+	}
+	if h.json != nil && *h.json {
+		return h.handleJSON(r)
 	}
 	var b strings.Builder
 	b.WriteString("objlease: ")
@@ -451,6 +459,92 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	defer h.mu.Unlock()
 	_, err := io.WriteString(h.w, b.String())
 	return err
+}
+
+// handleJSON writes r as one JSON object: time, level, msg and cmd, then
+// its attributes, errors as strings (shortened as in text, whole under -v).
+func (h *lineHandler) handleJSON(r slog.Record) error {
+	var fields []jsonField
+	add := func(a slog.Attr) bool {
+		v := a.Value.Resolve()
+		switch v.Kind() {
+		case slog.KindString:
+			fields = append(fields, jsonField{a.Key, v.String()})
+		case slog.KindInt64:
+			fields = append(fields, jsonField{a.Key, v.Int64()})
+		case slog.KindUint64:
+			fields = append(fields, jsonField{a.Key, v.Uint64()})
+		case slog.KindFloat64:
+			fields = append(fields, jsonField{a.Key, v.Float64()})
+		case slog.KindBool:
+			fields = append(fields, jsonField{a.Key, v.Bool()})
+		case slog.KindTime:
+			fields = append(fields, jsonField{a.Key, v.Time().UTC().Format(time.RFC3339Nano)})
+		default:
+			if err, ok := v.Any().(error); ok {
+				msg := reason(err, "")
+				if *h.verbose {
+					msg = err.Error()
+				}
+				fields = append(fields, jsonField{a.Key, msg})
+			} else {
+				fields = append(fields, jsonField{a.Key, v.String()})
+			}
+		}
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	cmd := ""
+	if h.cmd != nil {
+		cmd = *h.cmd
+	}
+	line := jsonLine(r.Level, r.Message, cmd, fields)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := h.w.Write(line)
+	return err
+}
+
+// jsonField is one key of a --log-format json line.
+type jsonField struct {
+	key   string
+	value any
+}
+
+// jsonLine is one --log-format json line: {"time","level","msg","cmd",
+// then fields in order}, a field whose key came before left out.
+func jsonLine(level slog.Level, msg, cmd string, fields []jsonField) []byte {
+	all := append([]jsonField{
+		{"time", time.Now().UTC().Format(time.RFC3339Nano)},
+		{"level", level.String()},
+		{"msg", msg},
+		{"cmd", cmd},
+	}, fields...)
+	seen := make(map[string]bool, len(all))
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for _, f := range all {
+		if seen[f.key] {
+			continue
+		}
+		seen[f.key] = true
+		k, _ := json.Marshal(f.key)
+		v, err := json.Marshal(f.value)
+		if err != nil {
+			v, _ = json.Marshal(fmt.Sprint(f.value))
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteString("}\n")
+	return b.Bytes()
 }
 
 func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {

@@ -22,6 +22,8 @@ type flagSet struct {
 	*flag.FlagSet
 	cmd     *command
 	verbose bool
+	// logJSON: --log-format json.
+	logJSON bool
 	// requestTimeout bounds each request to the store (--request-timeout).
 	requestTimeout time.Duration
 	// checks run after parsing, for values one flag cannot judge alone.
@@ -35,6 +37,14 @@ func newFlagSet(cmd *command) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet(cmd.name, flag.ContinueOnError), cmd: cmd}
 	fs.SetOutput(io.Discard) // errors are returned, help printed on request
 	fs.BoolVar(&fs.verbose, "v", false, "log debug messages, and the whole cause of an error, to stderr")
+	fs.Func("log-format", "write each line objlease prints on stderr as `text` (default) or json: one object per line with time, level, msg and cmd (and exit and url on the final error)", func(s string) error {
+		switch s {
+		case "text", "json":
+			fs.logJSON = s == "json"
+			return nil
+		}
+		return errors.New("want text or json")
+	})
 	fs.requestTimeout = providers.DefaultRequestTimeout
 	if slices.Contains([]string{"help", "completion", "version"}, cmd.name) {
 		return fs // no store
@@ -43,6 +53,10 @@ func newFlagSet(cmd *command) *flagSet {
 		"abandon a request the store has not answered after this `duration` (default 10s; a write gets 1s more per MiB): a read then fails, a write's outcome is unknown")
 	return fs
 }
+
+// logFormatArg is --log-format as given, for the objlease processes this
+// one starts (run's supervisor); "" for text.
+var logFormatArg string
 
 // printUsage prints the command's help: synopsis, detail, flags, and where
 // the exit codes are.
@@ -67,6 +81,14 @@ func (fs *flagSet) isSet(name string) bool {
 func (fs *flagSet) parse(c *cli, args []string) ([]string, error) {
 	n := fs.cmd.cmdAfter
 	var pos []string
+	defer func() {
+		// Also when parsing fails: its error is written in the format
+		// asked for, if the flag came before the mistake.
+		c.logJSON = fs.logJSON
+		if fs.logJSON {
+			logFormatArg = "--log-format=json"
+		}
+	}()
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {

@@ -121,14 +121,17 @@ func (c *cli) openAny(ctx context.Context, rawURL string, wantKey bool, opts pro
 	if err := climbs(rawURL); err != nil {
 		return nil, "", err
 	}
-	store, key, err := providers.OpenWith(ctx, storeURL(rawURL), opts)
+	b, key, err := providers.OpenWith(ctx, storeURL(rawURL), opts)
 	if err != nil {
 		return nil, "", err
 	}
-	store = store.WithRequestTimeout(c.requestTimeout)
+	var store providers.Store = b.WithRequestTimeout(c.requestTimeout)
 	if wantKey && key == "" {
 		store.Close()
 		return nil, "", usagef("URL %q names no lease key (it names a bucket or directory)", rawURL)
+	}
+	if c.probe != nil {
+		store = observed{store, c.probe} // --http: /healthz reports its failures
 	}
 	return store, key, nil
 }

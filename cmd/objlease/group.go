@@ -83,7 +83,7 @@ type groupList struct {
 // (-v: all).
 var groupFlags = map[string][]string{
 	"o": {"show"}, "no-headers": {"show"}, "drift": {"show", "join"}, "store-clock": {"show", "join"},
-	"ttl": {"join", "define"}, "member": {"join"}, "grace": {"join"},
+	"ttl": {"join", "define"}, "member": {"join"}, "grace": {"join"}, "http": {"join"},
 }
 
 // groupCmd runs the group subcommands. Its flags are the union of theirs;
@@ -106,6 +106,8 @@ func (c *cli) groupCmd(fs *flagSet) action {
 		return fmt.Errorf("want text, json or wide")
 	})
 	noHeaders := fs.Bool("no-headers", false, "show: print the tables without their header lines")
+	httpAddr := addHTTP(fs)
+	fs.Lookup("http").Usage = "join: " + fs.Lookup("http").Usage
 	fs.checks = append(fs.checks, func() error {
 		if *member == "" {
 			return nil
@@ -135,6 +137,11 @@ func (c *cli) groupCmd(fs *flagSet) action {
 				return usagef("group join needs a URL and a command: objlease group join [flags] PREFIX-URL -- COMMAND [ARGS...]")
 			}
 			lf.holder = *member
+			stop, err := c.serveHTTP(*httpAddr, "group join", pos[0])
+			if err != nil {
+				return err
+			}
+			defer stop()
 			return c.groupJoin(ctx, &lf, pos[0], pos[2:], grace)
 		case "define":
 			if len(pos) >= 2 && pos[1] == "--" {

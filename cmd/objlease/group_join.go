@@ -46,6 +46,10 @@ func (c *cli) groupJoin(ctx context.Context, lf *leaseFlags, url string, argv []
 	if err != nil {
 		return opErr("group join", url, err)
 	}
+	c.probe.set(func(p *probe) {
+		p.holder, p.shards = w.Member(), w.Owned
+		p.ready = func(*probe) (bool, string) { return w.Joined(), "not a member of the group (yet)" }
+	})
 	c.log.Info("joining the group", slog.String("member", w.Member()))
 	if err := w.Run(ctx); err != nil {
 		return opErr("group join", url, err)

@@ -31,16 +31,23 @@ func (c *cli) holdCmd(fs *flagSet) action {
 	var lf leaseFlags
 	timeout := c.addTakeFlags(fs, &lf)
 	asJSON := addOutput(fs)
+	httpAddr := addHTTP(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)
 		if err != nil {
 			return err
 		}
+		stop, err := c.serveHTTP(*httpAddr, "hold", url)
+		if err != nil {
+			return err
+		}
+		defer stop()
 		cl, l, err := c.takeAt(ctx, "hold", &lf, url, timeout)
 		if err != nil {
 			return err
 		}
 		defer cl.Store().Close()
+		c.probe.set(func(p *probe) { p.lease = l })
 		if *asJSON {
 			err = c.printJSON(acquired(url, l))
 		} else {

@@ -63,6 +63,12 @@ type cli struct {
 	log      *slog.Logger
 	// requestTimeout bounds each store request (--request-timeout).
 	requestTimeout time.Duration
+	// probe is what --http serves; nil without --http.
+	probe *probe
+	// logJSON: --log-format json; cmdName is the command running, for it.
+	logJSON bool
+	cmdName string
+	logMu   *sync.Mutex // one line at a time on stderr
 }
 
 // action runs a command with its positional arguments, once its flags are
@@ -118,7 +124,8 @@ func init() {
 func (c *cli) main(ctx context.Context, args []string) int {
 	// Quiet by default, as flock(1) is: only warnings and errors.
 	c.level.Set(slog.LevelWarn)
-	c.log = slog.New(&lineHandler{w: c.stderr, level: &c.level, verbose: &c.verbose, mu: new(sync.Mutex)})
+	c.logMu = new(sync.Mutex)
+	c.log = slog.New(&lineHandler{w: c.stderr, level: &c.level, verbose: &c.verbose, json: &c.logJSON, cmd: &c.cmdName, mu: c.logMu})
 
 	for len(args) > 0 && (args[0] == "-v" || args[0] == "--v") {
 		c.setVerbose()
@@ -139,12 +146,12 @@ func (c *cli) main(ctx context.Context, args []string) int {
 			err = i
 		}
 	}
-	if err != nil {
-		c.report(err)
-	}
 	code := exitCodeOf(err)
 	if c.heldExit != 0 && code == exitHeld && !errors.As(err, &st) {
 		code = c.heldExit // -E
+	}
+	if err != nil {
+		c.report(err, code)
 	}
 	return code
 }
@@ -172,6 +179,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		}
 		return usagef("unknown command %q (want one of %s)", args[0], commandNames())
 	}
+	c.cmdName = cmd.name
 	fs := newFlagSet(cmd)
 	act := cmd.setup(c, fs)
 	pos, err := fs.parse(c, args[1:])
@@ -205,11 +213,28 @@ func commandNames() string {
 }
 
 // report prints err as one line a person can act on, and under -v the
-// whole chain of causes.
-func (c *cli) report(err error) {
+// whole chain of causes. With --log-format json it is one object with the
+// exit code and, where known, the URL.
+func (c *cli) report(err error, code int) {
 	var st exitStatus
 	if errors.As(err, &st) {
 		return // run: the command's own status; it spoke for itself
+	}
+	if c.logJSON {
+		fields := []jsonField{{"exit", code}}
+		var oe *opError
+		if errors.As(err, &oe) {
+			fields = append(fields, jsonField{"url", oe.url})
+		}
+		if c.verbose {
+			fields = append(fields, jsonField{"detail", err.Error()})
+		}
+		if c.logMu != nil {
+			c.logMu.Lock()
+			defer c.logMu.Unlock()
+		}
+		c.stderr.Write(jsonLine(slog.LevelError, describe(err), c.cmdName, fields))
+		return
 	}
 	fmt.Fprintf(c.stderr, "objlease: %s\n", describe(err))
 	if c.verbose {

@@ -122,26 +122,30 @@ func cmdPutobj(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 }
 
-// cmdJSONKeys checks that stdout holds one or more lines, each a JSON
-// object with every one of the keys:
+// cmdJSONKeys checks that stdout (stderr with -stderr) holds one or more
+// lines, each a JSON object with every one of the keys:
 //
-//	jsonkeys key...
+//	jsonkeys [-stderr] key...
 func cmdJSONKeys(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) == 0 {
-		ts.Fatalf("usage: jsonkeys key...")
+	name := "stdout"
+	if len(args) > 0 && args[0] == "-stderr" {
+		name, args = "stderr", args[1:]
 	}
-	out := strings.TrimSuffix(ts.ReadFile("stdout"), "\n")
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: jsonkeys [-stderr] key...")
+	}
+	out := strings.TrimSuffix(ts.ReadFile(name), "\n")
 	if out == "" {
-		ts.Fatalf("stdout is empty")
+		ts.Fatalf("%s is empty", name)
 	}
 	for i, line := range strings.Split(out, "\n") {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(line), &obj); err != nil {
-			ts.Fatalf("stdout line %d is not a JSON object: %v", i+1, err)
+			ts.Fatalf("%s line %d is not a JSON object: %v: %s", name, i+1, err, line)
 		}
 		for _, k := range args {
 			if _, ok := obj[k]; !ok {
-				ts.Fatalf("stdout line %d has no key %q: %s", i+1, k, line)
+				ts.Fatalf("%s line %d has no key %q: %s", name, i+1, k, line)
 			}
 		}
 	}

@@ -110,6 +110,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 		shellLine = &s
 		return nil
 	})
+	httpAddr := addHTTP(fs)
 	slots := fs.Int("slots", 0, "let at most `N` holders run at once: URL is then the prefix of N slots, each a lease with tokens of its own, and COMMAND also gets OBJLEASE_SLOT")
 	var oncePer time.Duration
 	fs.Var(&durationFlag{d: &oncePer, min: time.Second, max: objlease.MaxTTL}, "once-per", "run COMMAND at most once per `period` of a schedule (aligned to the Unix epoch, judged on the store's clock): a later trigger of a tick whose COMMAND exited 0 exits 0 without running it")
@@ -156,6 +157,11 @@ func (c *cli) runCmd(fs *flagSet) action {
 				return opErr("run", *commit, err)
 			}
 		}
+		stop, err := c.serveHTTP(*httpAddr, "run", url)
+		if err != nil {
+			return err
+		}
+		defer stop()
 		if *slots > 0 {
 			if lf.poll == 0 {
 				lf.poll = slotsPoll
@@ -165,6 +171,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 				return opErr("run", url, err)
 			}
 			defer store.Close()
+			c.probe.set(func(p *probe) { p.lease = sl.Lease })
 			if i, ok := interrupted(ctx); ok {
 				c.release(sl.Lease)
 				return opErr("run", url, i)
@@ -180,6 +187,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 		if err != nil {
 			return opErr("run", url, err)
 		}
+		c.probe.set(func(p *probe) { p.lease = l })
 		if i, ok := interrupted(ctx); ok {
 			// The signal came as the lease was taken: it was meant for the wait.
 			c.release(l)

@@ -89,6 +89,9 @@ func startTask(cmd *exec.Cmd, grace time.Duration, tty bool, l validity) (task, 
 	// The first deadline is in the pipe before the supervisor starts.
 	told := tellDeadline(dw, l, 0)
 	args := []string{os.Args[0], superviseCmd, "--grace", grace.String(), "--parent", strconv.Itoa(os.Getpid())}
+	if logFormatArg != "" {
+		args = append(args, logFormatArg)
+	}
 	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); tty && err == nil && fg == syscall.Getpgrp() {
 		args = append(args, "--tty", strconv.Itoa(fg))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -91,6 +92,7 @@ func (w *waiting) progress(p objlease.Progress) {
 		return
 	}
 	w.storeErr = nil
+	w.c.probe.set(func(pr *probe) { pr.holder, pr.token = p.Held.Holder, p.Held.Token })
 	if ownLease(p.Held) {
 		w.self = usagef("this process runs under the lease it waits for (held by %s, token %d: $OBJLEASE_HOLDER and $OBJLEASE_TOKEN here), so it would wait for itself forever; fence with $OBJLEASE_TOKEN, or lease another key", showHolder(p.Held.Holder), p.Held.Token)
 		w.stop(w.self)
@@ -210,8 +212,17 @@ func (c *cli) sayHeld(ctx context.Context, cl *objlease.Client, held *objlease.H
 	c.say(msg)
 }
 
-// say writes one line of progress on stderr, whatever the log level.
+// say writes one line of progress on stderr, whatever the log level
+// (level INFO with --log-format json).
 func (c *cli) say(msg string) {
+	if c.logMu != nil {
+		c.logMu.Lock()
+		defer c.logMu.Unlock()
+	}
+	if c.logJSON {
+		c.stderr.Write(jsonLine(slog.LevelInfo, msg, c.cmdName, nil))
+		return
+	}
 	fmt.Fprintf(c.stderr, "objlease: %s\n", msg)
 }
 

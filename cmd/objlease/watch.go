@@ -291,11 +291,20 @@ func (c *cli) watchCmd(fs *flagSet) action {
 	renewals := fs.Bool("renewals", false, "print a line for every renewal too")
 	prefix := fs.Bool("prefix", false, "treat the URL's last segment as a key prefix, as list does")
 	asJSON := addOutput(fs)
+	httpAddr := addHTTP(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)
 		if err != nil {
 			return err
 		}
+		stop, err := c.serveHTTP(*httpAddr, "watch", url)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		c.probe.set(func(p *probe) {
+			p.ready = func(p *probe) (bool, string) { return p.polled, "the last read of the store failed" }
+		})
 		store, key, err := c.open(ctx, url, false)
 		if err != nil {
 			return opErr("watch", url, err)
@@ -383,6 +392,7 @@ func (w *watcher) run(ctx context.Context, poll time.Duration) error {
 		if err == nil {
 			w.t.started = true
 		}
+		w.c.probe.set(func(p *probe) { p.polled = err == nil })
 		switch {
 		case ctx.Err() != nil:
 			return context.Cause(ctx)

@@ -47,6 +47,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -114,6 +115,9 @@ type Worker struct {
 
 	mu    sync.Mutex
 	owned map[string]*owned
+	// joined is memberLease, for Joined, which may be called from any
+	// goroutine.
+	joined atomic.Pointer[objlease.Lease]
 }
 
 // watched is a shard this worker does not necessarily own: its client,
@@ -243,6 +247,13 @@ func (w *Worker) client(key string) (*objlease.Client, error) {
 // Member returns this worker's name in the group.
 func (w *Worker) Member() string { return w.member }
 
+// Joined reports whether the worker is a member of the group now: it
+// holds its membership record, and has not left.
+func (w *Worker) Joined() bool {
+	l := w.joined.Load()
+	return l != nil && l.Err() == nil
+}
+
 // Owned returns the ids of the shards this worker owns, sorted.
 func (w *Worker) Owned() []string {
 	w.mu.Lock()
@@ -279,6 +290,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		wg.Go(func() { w.release(bg, o) })
 	}
 	wg.Wait()
+	w.joined.Store(nil)
 	if l := w.memberLease; l != nil {
 		if err := l.Release(bg); err != nil && !errors.Is(err, objlease.ErrLeaseLost) {
 			w.log.Warn("leaving the group failed; the membership record will expire", slog.Any("err", err))
@@ -308,6 +320,7 @@ func (w *Worker) round(ctx context.Context) error {
 	}
 	if w.memberLease == nil || w.memberLease.Err() != nil {
 		l, err := w.memberClient.TryAcquire(ctx)
+		w.joined.Store(l)
 		if err != nil {
 			w.memberLease = nil
 			if objlease.IsPermanent(err) && ctx.Err() == nil {

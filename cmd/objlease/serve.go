@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/providers"
+)
+
+// addHTTP registers --http on a long-running command. The name is not
+// --listen because elect --listen already means "watch the leader".
+func addHTTP(fs *flagSet) *string {
+	return fs.String("http", "", "serve /healthz, /readyz, /state (JSON) and /metrics (Prometheus) on `ADDR` (host:port, :9090, 127.0.0.1:0 for any free port) while the command runs")
+}
+
+// probe is what --http serves: the command's state as the command sets
+// it, and the outcome of its last store request.
+type probe struct {
+	mu      sync.Mutex
+	command string
+	url     string
+	// lease is the lease this process holds (hold, run, elect while
+	// leading); nil when it holds none.
+	lease *objlease.Lease
+	// holder and token: who holds the lease as last seen, another
+	// process while this one waits or follows.
+	holder string
+	token  uint64
+	// ready, when set, says whether the command is ready and if not why,
+	// called with mu held; nil: ready while lease is held.
+	ready func(p *probe) (bool, string)
+	// shards lists the shards this member owns (group join).
+	shards func() []string
+	// polled: watch's last read of the store succeeded.
+	polled bool
+	// storeErr is the last store request's error, nil if it succeeded.
+	storeErr error
+	stopping bool
+}
+
+// state is /state's document. Every key is always present.
+type state struct {
+	Command    string     `json:"command"`
+	URL        string     `json:"url"`
+	Healthy    bool       `json:"healthy"`
+	Ready      bool       `json:"ready"`
+	Reason     string     `json:"reason"` // why not healthy or not ready; "" when both
+	Held       bool       `json:"held"`   // this process holds the lease
+	Holder     string     `json:"holder"` // who holds it, as last seen ("" none known)
+	Token      uint64     `json:"token"`
+	Expires    *time.Time `json:"expires"` // when this process's hold ends unless renewed; null if not held
+	Shards     []string   `json:"shards"`  // group join: the shards this member owns
+	StoreError string     `json:"store_error"`
+}
+
+func (p *probe) snapshot() state {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := state{Command: p.command, URL: p.url, Holder: p.holder, Token: p.token, Shards: []string{}}
+	if l := p.lease; l != nil && l.Err() == nil {
+		s.Held, s.Holder, s.Token = true, l.Holder(), l.Token()
+		t := time.Now().Add(l.ValidFor()).UTC()
+		s.Expires = &t
+	}
+	if p.shards != nil {
+		s.Shards = p.shards()
+	}
+	if p.storeErr != nil {
+		s.StoreError = describe(p.storeErr)
+	}
+	s.Healthy = true
+	switch {
+	case p.stopping:
+		s.Healthy, s.Reason = false, "shutting down"
+	case p.storeErr != nil && permanent(p.storeErr):
+		s.Healthy, s.Reason = false, "store: "+s.StoreError
+	}
+	ready, why := s.Held, "the lease is not held"
+	if !s.Held && p.holder != "" {
+		why = fmt.Sprintf("the lease is held by %s (token %d)", showHolder(p.holder), p.token)
+	}
+	if p.ready != nil {
+		ready, why = p.ready(p)
+	}
+	s.Ready = ready && s.Healthy
+	if s.Healthy && !ready {
+		s.Reason = why
+	}
+	return s
+}
+
+func (p *probe) set(f func(p *probe)) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(p)
+}
+
+// stored records the outcome of a store request. Outcomes that are
+// answers (not found, a precondition that failed) and requests cut short
+// by this process are no failure.
+func (p *probe) stored(err error) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, providers.ErrNotFound) ||
+		errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {
+		err = nil
+	}
+	p.set(func(p *probe) { p.storeErr = err })
+}
+
+func (p *probe) handler(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		s := p.snapshot()
+		if !s.Healthy {
+			plain(w, http.StatusServiceUnavailable, s.Reason)
+			return
+		}
+		plain(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		s := p.snapshot()
+		switch {
+		case !s.Ready:
+			plain(w, http.StatusServiceUnavailable, s.Reason)
+		case s.Command == "group join":
+			b, _ := json.Marshal(s.Shards)
+			plain(w, http.StatusOK, "ok shards="+string(b))
+		default:
+			plain(w, http.StatusOK, "ok")
+		}
+	})
+	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		b, _ := json.Marshal(p.snapshot())
+		w.Write(append(b, '\n'))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func plain(w http.ResponseWriter, code int, line string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	fmt.Fprintln(w, line)
+}
+
+// serveHTTP starts --http's server for command at url, before the command
+// opens its store, and installs the metrics' MeterProvider. The returned
+// stop shuts it down. With no address it does nothing.
+func (c *cli) serveHTTP(addr, command, url string) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		// A usage error (64), not 78, which says the store is not set up
+		// as the URL says.
+		return nil, usagef("--http %s: cannot listen there: %s", addr, listenReason(err))
+	}
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp),
+		sdkmetric.WithResource(resource.NewSchemaless(attribute.String("service.name", "objlease"))))
+	otel.SetMeterProvider(mp)
+	c.probe = &probe{command: command, url: url}
+	srv := &http.Server{Handler: c.probe.handler(reg), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	if _, port, _ := net.SplitHostPort(addr); port == "0" || c.verbose {
+		c.say("serving health and metrics on http://" + ln.Addr().String())
+	}
+	return func() {
+		c.probe.set(func(p *probe) { p.stopping = true })
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		mp.Shutdown(ctx)
+	}, nil
+}
+
+// listenReason is a listen error without the Go words around it:
+// "address already in use", "cannot assign requested address".
+func listenReason(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		err = oe.Err
+		if u, ok := err.(interface{ Unwrap() error }); ok && u.Unwrap() != nil {
+			err = u.Unwrap() // *os.SyscallError: the errno
+		}
+	}
+	return err.Error()
+}
+
+// observed is a store whose requests' outcomes go to the probe.
+type observed struct {
+	providers.Store
+	p *probe
+}
+
+func (o observed) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
+	obj, err := o.Store.Get(ctx, key, maxBytes)
+	o.p.stored(err)
+	return obj, err
+}
+
+func (o observed) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
+	a, err := o.Store.Stat(ctx, key)
+	o.p.stored(err)
+	return a, err
+}
+
+func (o observed) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+	r, err := o.Store.Create(ctx, key, data, metadata)
+	o.p.stored(err)
+	return r, err
+}
+
+func (o observed) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+	r, err := o.Store.Replace(ctx, key, data, metadata, ifVersion)
+	o.p.stored(err)
+	return r, err
+}
+
+func (o observed) Delete(ctx context.Context, key string, ifVersion string) error {
+	err := o.Store.Delete(ctx, key, ifVersion)
+	o.p.stored(err)
+	return err
+}
+
+func (o observed) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+	page, err := o.Store.List(ctx, prefix, pageToken, pageSize)
+	o.p.stored(err)
+	return page, err
+}
