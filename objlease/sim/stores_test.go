@@ -112,10 +112,10 @@ func (g *gateStore) late(ctx context.Context, op, key string, apply func()) bool
 		return false
 	}
 	p.w.count("late write")
-	go func() {
+	p.w.late.Go(func() {
 		time.Sleep(arrive)
 		apply()
-	}()
+	})
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {

@@ -149,6 +149,9 @@ type world struct {
 	store providers.Store // the store as the operator and the checks see it
 	audit *auditLog
 	calm  atomic.Bool
+	// late counts the late writes still on their way to the store: the
+	// bubble ends only once they have landed.
+	late  sync.WaitGroup
 	procs []*proc
 	nkeys int // leases, the election's included
 
@@ -952,4 +955,5 @@ func (w *world) run() {
 		}
 	}
 	wg.Wait()
+	w.late.Wait()
 }
