@@ -82,8 +82,9 @@ func cpuTime() time.Duration {
 
 // BenchmarkManyLeases holds 10,000 leases in one process (mem store, real
 // clock, TTL 30 s, so a renewal every 10 s each) and reports the memory
-// per lease (heap, and stack: goroutines of its own, none since one scheduler
-// per store and clock drives every lease), the CPU per
+// per lease (heap, and stack: goroutines of its own; each objlease.New is
+// a session of its own with its own scheduler, see BenchmarkScale for one
+// Session holding every lease), the CPU per
 // lease-second over two renew intervals, and how the renewals fall within
 // the renew interval. It runs once; use -benchtime=1x.
 func BenchmarkManyLeases(b *testing.B) {

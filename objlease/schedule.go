@@ -68,10 +68,10 @@ type scheduler struct {
 // A job is a renewal or an attempt, run by a worker.
 type job interface{ run(s *scheduler) }
 
-// expiryBatch is how far ahead the watcher, once awake, also requeues the
-// leases renewed since they were queued, so that it wakes about once per
-// expiryBatch rather than once per lease. Only leases whose validity has
-// really ended are ended, whenever it wakes.
+// expiryBatch is how far ahead the watcher, once awake past the last
+// batch, also requeues the leases renewed since they were queued, so that
+// it wakes about once per expiryBatch rather than once per lease. Only
+// leases whose validity has really ended are ended, whenever it wakes.
 const expiryBatch = time.Second
 
 // join returns the scheduler of c's session, starting one if it has none,
@@ -283,9 +283,20 @@ func (s *scheduler) watch() {
 	if lastWall, hasWall = clock.Wall(s.clk); hasWall {
 		h = recheckDeadlines{&s.expiries, s.clk}
 	}
+	// horizon is how far the last batch looked ahead: every lease queued
+	// up to it was then requeued at its own validity end, so a wake before
+	// it pops only what is due. Popping the same leases again at every
+	// wake would cost each wake a pop and a push for every lease whose
+	// validity ends within expiryBatch: thousands at once when the store
+	// is cut off from many leases, and ending their contexts late.
+	var horizon time.Time
 	for s.sleep(h, &s.expiryArmed, s.wakeExpiry) {
 		now := s.clk.Now()
-		upTo := now.Add(expiryBatch)
+		upTo := now
+		if !now.Before(horizon) {
+			upTo = now.Add(expiryBatch)
+			horizon = upTo
+		}
 		if hasWall {
 			wall, _ := clock.Wall(s.clk)
 			moved := now.Sub(lastNow)
