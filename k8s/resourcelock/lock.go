@@ -36,9 +36,9 @@ var ErrBadRecord = errors.New("not a usable leader election record")
 // lock a record to update.
 var ErrNotInitialized = errors.New("lock not initialized: call Get or Create first")
 
-// GroupResource is what the not-found error of Get names, so that
-// client-go's apierrors.IsNotFound, which decides whether to Create, holds.
-var GroupResource = schema.GroupResource{Group: "objlease", Resource: "leases"}
+// groupResource is what the not-found error of Get names: client-go's
+// apierrors.IsNotFound, which decides whether to Create, needs one.
+var groupResource = schema.GroupResource{Group: "objlease", Resource: "leases"}
 
 // ownWrites is how many of its latest writes a lock recognises as its own
 // when it reads them back, whatever became of their replies.
@@ -152,7 +152,7 @@ func (l *Lock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error
 		return nil, nil, err
 	}
 	if s.rec == nil {
-		return nil, nil, fmt.Errorf("resourcelock %q: %w: %w", l.key, apierrors.NewNotFound(GroupResource, l.key), providers.ErrNotFound)
+		return nil, nil, fmt.Errorf("resourcelock %q: %w: %w", l.key, apierrors.NewNotFound(groupResource, l.key), providers.ErrNotFound)
 	}
 	ler := s.ler
 	return &ler, raw, nil
