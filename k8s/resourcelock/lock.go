@@ -27,7 +27,9 @@ import (
 // record this lock can use: not an objlease record, an objlease record of
 // a newer schema, one whose data is not a LeaderElectionRecord, one whose
 // holder, TTL and data disagree, or one whose token went back. The lock
-// never overwrites it: delete or repair it by hand. The error names the
+// never overwrites it: `objlease break --force URL` replaces it with a
+// released record (with --min-token N if the object shows no token), and
+// the next leader's token is above that record's. The error names the
 // key; it also matches objlease.ErrBadRecord or objlease.ErrNewerSchema
 // when the object is not a valid objlease record.
 var ErrBadRecord = errors.New("not a usable leader election record")
@@ -240,10 +242,11 @@ func (l *Lock) decode(version string, data []byte) (*seen, error) {
 
 // bad returns an ErrBadRecord error naming the key.
 func (l *Lock) bad(reason string, cause error) error {
+	const fix = "the lock never overwrites it; objlease break --force replaces it with a released record"
 	if cause != nil {
-		return fmt.Errorf("resourcelock %q: %w (%w): %s; the lock leaves it as it is: delete or repair it", l.key, ErrBadRecord, cause, reason)
+		return fmt.Errorf("resourcelock %q: %w (%w): %s; %s", l.key, ErrBadRecord, cause, reason, fix)
 	}
-	return fmt.Errorf("resourcelock %q: %w: %s; the lock leaves it as it is: delete or repair it", l.key, ErrBadRecord, reason)
+	return fmt.Errorf("resourcelock %q: %w: %s; %s", l.key, ErrBadRecord, reason, fix)
 }
 
 // Create writes ler as a new record, only if the key is empty: otherwise

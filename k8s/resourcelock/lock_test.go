@@ -258,6 +258,23 @@ func TestBadRecordsNotOverwritten(t *testing.T) {
 			if err != nil || obj.Version != res.Version || string(obj.Data) != tc.body {
 				t.Fatalf("object changed: %v %q", err, obj.Data)
 			}
+
+			// The repair the error names: objlease break --force.
+			minToken := uint64(7)
+			c, err := objlease.New(store, key, objlease.Options{TTL: 15 * time.Second, Force: true, MinToken: &minToken})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := c.Break(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _, err := l.Get(ctx); err != nil || got.HolderIdentity != "" {
+				t.Fatalf("Get after break: %+v, %v", got, err)
+			}
+			if err := l.Update(ctx, ler("a", 1)); err != nil || l.Token() != tok+1 {
+				t.Fatalf("Update after break at token %d: %v, token %d", tok, err, l.Token())
+			}
 		})
 	}
 }
