@@ -17,7 +17,8 @@
 #      SPIN model checks (scripts/spin.sh);
 #   4. vet, gofmt and the tests of the examples/ module (the Lambda and
 #      Cloud Run handlers against the emulators, the Kubernetes manifests
-#      decoded strictly);
+#      decoded strictly), then of the k8s/ module (client-go's leader
+#      election on the resourcelock, against the emulators);
 #   5. the same in integration/ twice: against emulators the tests start as
 #      local processes from $OBJLEASE_EMULATORS_DIR, then against the same
 #      emulators as containers (OBJLEASE_EMULATORS=docker), with a Docker
@@ -255,7 +256,7 @@ test_flags=("$@")
 results=()
 declare -A ran skipped
 skipped_docker=false
-module "root module" "$repo" integration examples
+module "root module" "$repo" integration examples k8s
 summary=""
 module "integration module" "$repo/integration"
 summary=""
@@ -264,6 +265,12 @@ module "examples module" "$repo/examples"
 # processes, and decode the Kubernetes manifests strictly.
 step test env OBJLEASE_EMULATORS=process go test -race -count=1 "${test_flags[@]}" ./...
 results[-1]="examples module:${summary%,}"
+summary=""
+module "k8s module" "$repo/k8s"
+# The resourcelock's tests run client-go's LeaderElector against the
+# emulators, as local processes.
+step test env OBJLEASE_EMULATORS=process go test -race -count=1 "${test_flags[@]}" ./...
+results[-1]="k8s module:${summary%,}"
 summary=""
 for mode in $modes; do
 	case $mode in
