@@ -82,12 +82,46 @@ func cpuTime() time.Duration {
 
 // BenchmarkManyLeases holds 10,000 leases in one process (mem store, real
 // clock, TTL 30 s, so a renewal every 10 s each) and reports the memory
-// per lease (heap, and stack: goroutines of its own; each objlease.New is
-// a session of its own with its own scheduler, see BenchmarkScale for one
-// Session holding every lease), the CPU per
+// per lease (heap, and stack: goroutines of its own), the CPU per
 // lease-second over two renew intervals, and how the renewals fall within
-// the renew interval. It runs once; use -benchtime=1x.
+// the renew interval, both ways side by side: New, one Client and so one
+// session (with a scheduler of its own) per lease, as one process per
+// lease would have; and Session, one session's Clients holding every
+// lease. It runs once each; use -benchtime=1x.
 func BenchmarkManyLeases(b *testing.B) {
+	for _, shared := range []bool{false, true} {
+		name := map[bool]string{false: "New", true: "Session"}[shared]
+		b.Run(name, func(b *testing.B) { benchManyLeases(b, shared) })
+	}
+}
+
+// clientMaker returns a function that makes each Client of a benchmark:
+// from New, or from one Session on store.
+func clientMaker(b *testing.B, store providers.Store, shared bool) func(key string, opts objlease.Options) *objlease.Client {
+	var sess *objlease.Session
+	if shared {
+		var err error
+		if sess, err = objlease.NewSession(store, objlease.SessionOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { sess.Close(context.Background()) })
+	}
+	return func(key string, opts objlease.Options) *objlease.Client {
+		var c *objlease.Client
+		var err error
+		if sess != nil {
+			c, err = sess.Client(key, opts)
+		} else {
+			c, err = objlease.New(store, key, opts)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+}
+
+func benchManyLeases(b *testing.B, shared bool) {
 	const (
 		n     = 10_000
 		ttl   = 30 * time.Second
@@ -105,13 +139,10 @@ func BenchmarkManyLeases(b *testing.B) {
 	runtime.ReadMemStats(&m0)
 	g0 := runtime.NumGoroutine()
 	began := time.Now()
+	client := clientMaker(b, store, shared)
 	for i, key := range keys {
-		// One client per lease, as one process per lease would have.
-		c, err := objlease.New(store, key, objlease.Options{TTL: ttl})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if leases[i], err = c.TryAcquire(ctx); err != nil {
+		var err error
+		if leases[i], err = client(key, objlease.Options{TTL: ttl}).TryAcquire(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -182,23 +213,27 @@ func (s *getCounter) Get(ctx context.Context, key string, max int64) (*providers
 // second over 20 s, short of the 30.3 s after which they could take over.
 // Each runs once; use -benchtime=1x.
 func BenchmarkManyWaiters(b *testing.B) {
-	b.Run("Acquire", func(b *testing.B) {
-		benchWaiters(b, func(ctx context.Context, c *objlease.Client, done func(error)) {
-			go func() {
-				_, err := c.Acquire(ctx)
-				done(err)
-			}()
+	for _, shared := range []bool{false, true} {
+		name := map[bool]string{false: "New", true: "Session"}[shared]
+		b.Run("Acquire/"+name, func(b *testing.B) {
+			benchWaiters(b, shared, func(ctx context.Context, c *objlease.Client, done func(error)) {
+				go func() {
+					_, err := c.Acquire(ctx)
+					done(err)
+				}()
+			})
 		})
-	})
-	b.Run("AcquireFunc", func(b *testing.B) {
-		benchWaiters(b, func(ctx context.Context, c *objlease.Client, done func(error)) {
-			c.AcquireFunc(ctx, func(_ *objlease.Lease, err error) { done(err) })
+		b.Run("AcquireFunc/"+name, func(b *testing.B) {
+			benchWaiters(b, shared, func(ctx context.Context, c *objlease.Client, done func(error)) {
+				c.AcquireFunc(ctx, func(_ *objlease.Lease, err error) { done(err) })
+			})
 		})
-	})
+	}
 }
 
-// benchWaiters has wait start each waiter and call done when it gives up.
-func benchWaiters(b *testing.B, wait func(ctx context.Context, c *objlease.Client, done func(error))) {
+// benchWaiters has wait start each waiter and call done when it gives up;
+// shared: every waiter's Client is one Session's.
+func benchWaiters(b *testing.B, shared bool, wait func(ctx context.Context, c *objlease.Client, done func(error))) {
 	const (
 		n   = 10_000
 		ttl = 30 * time.Second
@@ -220,12 +255,9 @@ func benchWaiters(b *testing.B, wait func(ctx context.Context, c *objlease.Clien
 	runtime.ReadMemStats(&m0)
 	g0 := runtime.NumGoroutine()
 	done := make(chan struct{}, n)
+	client := clientMaker(b, store, shared)
 	for range n {
-		c, err := objlease.New(store, "leases/shared", objlease.Options{TTL: ttl})
-		if err != nil {
-			b.Fatal(err)
-		}
-		wait(ctx, c, func(err error) {
+		wait(ctx, client("leases/shared", objlease.Options{TTL: ttl}), func(err error) {
 			if err == nil {
 				b.Error("a waiter took the lease")
 			}

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -13,20 +14,43 @@ import (
 // count CLOCK_MONOTONIC, which stands still while the machine is
 // suspended, so a deadline that passed during a suspend would fire late
 // by the length of the suspend (a sourceTimer's Recheck cuts that to a
-// second); a timerfd on CLOCK_BOOTTIME fires as the machine wakes. Without
-// a timerfd it falls back to Go's timers.
+// second). So each call waits twice: on a Go timer, which fires it in the
+// common case at the cost of Go's timers, and on a timerfd on
+// CLOCK_BOOTTIME, bootSlack later, which fires it as the machine wakes
+// from a suspend. Whichever comes first calls f and the other is dropped.
+// (The timerfd alone cost five times the CPU: each firing crossed from
+// the poller to a goroutine to the timer's reader, waking a thread at
+// every hop.) Without a timerfd it waits on Go's timer alone.
 func afterFunc(d time.Duration, f func()) func() bool {
 	// Go's time reads earlier than the process's start only inside a
 	// testing/synctest bubble, whose fake time only Go's timers follow (and
 	// whose goroutines the timerfd's reader must not be one of).
-	if goTimeIsFake := time.Now().Before(processStart); goTimeIsFake {
+	q := bootQueue()
+	if goTimeIsFake := time.Now().Before(processStart); goTimeIsFake || q == nil {
 		return time.AfterFunc(d, f).Stop
 	}
-	if q := bootQueue(); q != nil {
-		return q.add(bootTime()+max(d, 0), f)
+	var called atomic.Bool
+	call := func() {
+		if called.CompareAndSwap(false, true) {
+			f()
+		}
 	}
-	return time.AfterFunc(d, f).Stop
+	unqueue := q.add(bootTime()+max(d, 0)+bootSlack, call)
+	t := time.AfterFunc(d, func() {
+		unqueue()
+		call()
+	})
+	return func() bool {
+		t.Stop()
+		unqueue()
+		return called.CompareAndSwap(false, true)
+	}
 }
+
+// bootSlack is how much later than its Go timer a call's timerfd fires:
+// enough that, on a machine that was not suspended, the Go timer fires
+// first and takes the call off the timerfd's queue.
+const bootSlack = 20 * time.Millisecond
 
 // bootQueue is the process's one timerfd and the calls waiting on it; nil
 // if no timerfd could be made.
@@ -108,8 +132,17 @@ func (q *bootTimers) fire() {
 	}
 	q.arm()
 	q.mu.Unlock()
-	for _, f := range due {
-		go f()
+	// One goroutine for the batch, not one per call: the calls are
+	// sourceTimer's, which only take a lock and send on a buffered
+	// channel or queue themselves again, and a goroutine each made every
+	// firing start and wake a thread (a third of a core at 1,000 timers a
+	// second).
+	if len(due) > 0 {
+		go func() {
+			for _, f := range due {
+				f()
+			}
+		}()
 	}
 }
 

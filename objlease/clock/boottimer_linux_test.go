@@ -9,12 +9,22 @@ import (
 	"time"
 )
 
-// The boot-clock timers fire every call once, never before its time, and
-// a stopped call never.
+// The machine's timers fire every call once, never before its time, and
+// a stopped call never: through afterFunc (a Go timer, and the timerfd as
+// a safety net), and on the timerfd alone (as after a suspend, when the
+// Go timer would come late).
 func TestBootTimersFireOnceInTime(t *testing.T) {
-	if bootQueue() == nil {
+	q := bootQueue()
+	if q == nil {
 		t.Fatal("no CLOCK_BOOTTIME timerfd on this Linux machine")
 	}
+	t.Run("afterFunc", func(t *testing.T) { fireOnceInTime(t, afterFunc) })
+	t.Run("timerfd", func(t *testing.T) {
+		fireOnceInTime(t, func(d time.Duration, f func()) func() bool { return q.add(bootTime()+d, f) })
+	})
+}
+
+func fireOnceInTime(t *testing.T, afterFunc func(time.Duration, func()) func() bool) {
 	const n = 2000
 	var (
 		wg      sync.WaitGroup
