@@ -76,7 +76,7 @@ type Source interface {
 // before it compares its deadline with the clock again: a deadline passed
 // while the machine was suspended, which a monotonic timer does not see,
 // fires within Recheck of the machine waking up. On Linux Real's timers
-// wait on CLOCK_BOOTTIME and fire as it wakes.
+// also wait on CLOCK_BOOTTIME and fire within 20 ms of the wake.
 const Recheck = time.Second
 
 // FromSource returns a Clock whose reading advances with whichever of
