@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -205,6 +206,53 @@ func (b *Bucket) Replace(ctx context.Context, key string, data []byte, metadata 
 	ctx, judge, cancel := b.request(ctx, op, key, len(data))
 	defer cancel()
 	res, err = b.d.Replace(ctx, key, data, metadata, ifVersion)
+	if err != nil {
+		return WriteResult{}, judge(err, true)
+	}
+	return res, nil
+}
+
+// CreateFrom is Create with the object's bytes read from body while they
+// are sent, on a store whose driver streams (driver.StreamWriter: the file
+// store, S3, GCS and Azure Blob), so that they are never all in memory;
+// elsewhere (mem) they are read into memory first. A retried request reads
+// body again from its start.
+func (b *Bucket) CreateFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string) (res WriteResult, err error) {
+	return b.writeFrom(ctx, "create", key, body, metadata, "")
+}
+
+// ReplaceFrom is Replace with the object's bytes read from body, as
+// CreateFrom.
+func (b *Bucket) ReplaceFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string, ifVersion string) (res WriteResult, err error) {
+	if ifVersion == "" {
+		return WriteResult{}, Wrap("replace", key, ErrPrecondition, errors.New("empty version"))
+	}
+	return b.writeFrom(ctx, "replace", key, body, metadata, ifVersion)
+}
+
+func (b *Bucket) writeFrom(ctx context.Context, op, key string, body *io.SectionReader, metadata map[string]string, ifVersion string) (res WriteResult, err error) {
+	sw, ok := b.d.(driver.StreamWriter)
+	if !ok {
+		data := make([]byte, body.Size())
+		if _, err := body.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+			return WriteResult{}, &Error{Op: op, Key: key, Err: err}
+		}
+		if op == "create" {
+			return b.Create(ctx, key, data, metadata)
+		}
+		return b.Replace(ctx, key, data, metadata, ifVersion)
+	}
+	defer b.record(ctx, op, &err)
+	if err := b.beginWrite(ctx, op, key, metadata); err != nil {
+		return WriteResult{}, err
+	}
+	ctx, judge, cancel := b.request(ctx, op, key, int(min(body.Size(), math.MaxInt32)))
+	defer cancel()
+	if op == "create" {
+		res, err = sw.CreateFrom(ctx, key, body, metadata)
+	} else {
+		res, err = sw.ReplaceFrom(ctx, key, body, metadata, ifVersion)
+	}
 	if err != nil {
 		return WriteResult{}, judge(err, true)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	neturl "net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -88,6 +89,42 @@ func addAllowEmpty(fs *flagSet, usage string) *bool {
 	return fs.Bool("allow-empty", false, usage)
 }
 
+// input is standard input as a body to write, read as it is sent so that
+// it is never all in memory: a regular file as it is, from where it
+// stands; anything else (a pipe, a terminal) copied first into a file in
+// the temporary directory ($TMPDIR), removed from the directory at once
+// (where the system allows: nothing is left behind even if the process is
+// killed) and closed by done.
+func (c *cli) input(ctx context.Context) (body *io.SectionReader, done func(), err error) {
+	if f, ok := c.stdin.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if at, err := f.Seek(0, io.SeekCurrent); err == nil {
+				return io.NewSectionReader(f, at, fi.Size()-at), func() {}, nil
+			}
+		}
+	}
+	tmp, err := os.CreateTemp("", "objlease-stdin-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("standard input: a file to hold it: %w", err)
+	}
+	removed := os.Remove(tmp.Name()) == nil
+	done = func() {
+		tmp.Close()
+		if !removed {
+			os.Remove(tmp.Name())
+		}
+	}
+	n, err := io.Copy(tmp, c.stdin)
+	if err == nil {
+		err = context.Cause(ctx) // a signal while reading: write nothing
+	}
+	if err != nil {
+		done()
+		return nil, nil, fmt.Errorf("reading standard input into %s: %w", os.TempDir(), err)
+	}
+	return io.NewSectionReader(tmp, 0, n), done, nil
+}
+
 // emptyInput is the refusal of an empty standard input.
 func emptyInput(what string) error {
 	return &tagged{"standard input is empty: refusing to " + what + " (--allow-empty writes an empty object)", errEmpty}
@@ -137,14 +174,15 @@ func (c *cli) putCmd(fs *flagSet) action {
 			return opErr("put", url, err)
 		}
 		defer store.Close()
-		data, err := io.ReadAll(c.stdin)
+		body, done, err := c.input(ctx)
 		if err != nil {
-			return opErr("put", url, fmt.Errorf("reading standard input: %w", err))
+			return opErr("put", url, err)
 		}
-		if len(data) == 0 && !*allowEmpty {
+		defer done()
+		if body.Size() == 0 && !*allowEmpty {
 			return opErr("put", url, emptyInput("replace the object with zero bytes"))
 		}
-		res, err := fence.Put(ctx, store, key, *token, data, fence.Options{UniquePayloads: *unique})
+		res, err := fence.PutFrom(ctx, store, key, *token, body, fence.Options{UniquePayloads: *unique})
 		if err != nil {
 			return fencedErr("put", url, err)
 		}
@@ -220,14 +258,15 @@ func (c *cli) batchCmd(fs *flagSet) action {
 		defer store.Close()
 		switch sub {
 		case "put":
-			data, err := io.ReadAll(c.stdin)
+			body, done, err := c.input(ctx)
 			if err != nil {
-				return opErr(op, url, fmt.Errorf("reading standard input: %w", err))
+				return opErr(op, url, err)
 			}
-			if len(data) == 0 && !*allowEmpty {
+			defer done()
+			if body.Size() == 0 && !*allowEmpty {
 				return opErr(op, url, emptyInput(fmt.Sprintf("write %q with zero bytes", pos[2])))
 			}
-			err = fence.NewBatch(store, prefix, token).Put(ctx, pos[2], data)
+			err = fence.NewBatch(store, prefix, token).PutFrom(ctx, pos[2], body)
 			if errors.Is(err, providers.ErrPrecondition) {
 				// Batch objects are write-once: a refusal is a fenced one.
 				err = fmt.Errorf("%w: %q was already written under token %d (batch objects are write-once): %w", fence.ErrStale, pos[2], token, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -95,6 +96,16 @@ func NewBatch(store providers.Store, prefix string, token uint64) *Batch {
 // without a commit. Writing the same name twice in one batch replaces this
 // batch's earlier object.
 func (b *Batch) Put(ctx context.Context, name string, data []byte) error {
+	return b.put(ctx, name, bytesBody(data))
+}
+
+// PutFrom is Put with the object's bytes read from body as they are sent
+// (see PutFrom of the package).
+func (b *Batch) PutFrom(ctx context.Context, name string, body *io.SectionReader) error {
+	return b.put(ctx, name, streamBody{body})
+}
+
+func (b *Batch) put(ctx context.Context, name string, data body) error {
 	if name == "" || strings.HasPrefix(name, "/") {
 		return fmt.Errorf("batch %q: %w: object name %q (want a relative name, such as part-0001.csv)", b.prefix, providers.ErrInvalidKey, name)
 	}
@@ -103,9 +114,9 @@ func (b *Batch) Put(ctx context.Context, name string, data []byte) error {
 	var res providers.WriteResult
 	var err error
 	if e, mine := b.objects[name]; mine {
-		res, err = b.store.Replace(ctx, key, data, md, e.Version)
+		res, err = data.replace(ctx, b.store, key, md, e.Version)
 	} else {
-		res, err = b.store.Create(ctx, key, data, md)
+		res, err = data.create(ctx, b.store, key, md)
 	}
 	if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrUnknownOutcome) || errors.Is(err, providers.ErrConflict) {
 		// Ours if an earlier attempt of this batch landed; else refused.
@@ -117,12 +128,12 @@ func (b *Batch) Put(ctx context.Context, name string, data []byte) error {
 			return fmt.Errorf("batch %q: %q was already written under token %d by another batch: objects are write-once, use a new name: %w",
 				b.prefix, name, b.token, providers.ErrPrecondition)
 		}
-		res, err = b.store.Replace(ctx, key, data, md, a.Version)
+		res, err = data.replace(ctx, b.store, key, md, a.Version)
 	}
 	if err != nil {
 		return err
 	}
-	b.objects[name] = Entry{Key: key, Size: int64(len(data)), Version: res.Version}
+	b.objects[name] = Entry{Key: key, Size: data.size(), Version: res.Version}
 	return nil
 }
 

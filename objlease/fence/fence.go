@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -112,6 +113,17 @@ type Options struct {
 // another writer. An error matching providers.ErrUnknownOutcome means the
 // write may have landed; repeating the same Put is safe.
 func Put(ctx context.Context, store providers.Store, key string, token uint64, data []byte, opts Options) (providers.WriteResult, error) {
+	return put(ctx, store, key, token, bytesBody(data), opts)
+}
+
+// PutFrom is Put with the object's bytes read from body as they are sent,
+// so that they are never all in memory on a store that streams (see
+// providers.Bucket.CreateFrom). Each attempt reads body from its start.
+func PutFrom(ctx context.Context, store providers.Store, key string, token uint64, body *io.SectionReader, opts Options) (providers.WriteResult, error) {
+	return put(ctx, store, key, token, streamBody{body}, opts)
+}
+
+func put(ctx context.Context, store providers.Store, key string, token uint64, data body, opts Options) (providers.WriteResult, error) {
 	if err := checkStore(store, key, opts); err != nil {
 		return providers.WriteResult{}, err
 	}
@@ -121,7 +133,7 @@ func Put(ctx context.Context, store providers.Store, key string, token uint64, d
 	}
 	md[TokenKey] = strconv.FormatUint(token, 10)
 	if opts.LastVersion != "" {
-		res, err := store.Replace(ctx, key, data, md, opts.LastVersion)
+		res, err := data.replace(ctx, store, key, md, opts.LastVersion)
 		if !errors.Is(err, providers.ErrPrecondition) && !errors.Is(err, providers.ErrConflict) {
 			return res, err
 		}
@@ -143,7 +155,7 @@ func Delete(ctx context.Context, store providers.Store, key string, token uint64
 		return err
 	}
 	md := map[string]string{TokenKey: strconv.FormatUint(token, 10), TombstoneKey: "true"}
-	_, err := write(ctx, "delete", store, key, token, tombstone(token), md)
+	_, err := write(ctx, "delete", store, key, token, bytesBody(tombstone(token)), md)
 	return err
 }
 
@@ -237,11 +249,72 @@ func tokenOf(key string, md map[string]string) (uint64, error) {
 	return t, nil
 }
 
-func write(ctx context.Context, op string, store providers.Store, key string, token uint64, data []byte, md map[string]string) (providers.WriteResult, error) {
+// body is what a write sends: bytes in memory, or a streamed body.
+type body interface {
+	create(ctx context.Context, store providers.Store, key string, md map[string]string) (providers.WriteResult, error)
+	replace(ctx context.Context, store providers.Store, key string, md map[string]string, ifVersion string) (providers.WriteResult, error)
+	size() int64
+}
+
+type bytesBody []byte
+
+func (b bytesBody) create(ctx context.Context, store providers.Store, key string, md map[string]string) (providers.WriteResult, error) {
+	return store.Create(ctx, key, b, md)
+}
+
+func (b bytesBody) replace(ctx context.Context, store providers.Store, key string, md map[string]string, v string) (providers.WriteResult, error) {
+	return store.Replace(ctx, key, b, md, v)
+}
+
+func (b bytesBody) size() int64 { return int64(len(b)) }
+
+// streamBody is sent through the store's CreateFrom and ReplaceFrom where
+// it has them (every *providers.Bucket); otherwise it is read into memory.
+type streamBody struct{ r *io.SectionReader }
+
+// streamer is a store that writes from a body as it sends it.
+type streamer interface {
+	CreateFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string) (providers.WriteResult, error)
+	ReplaceFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string, ifVersion string) (providers.WriteResult, error)
+}
+
+func (b streamBody) bytes() ([]byte, error) {
+	data := make([]byte, b.r.Size())
+	if _, err := b.r.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return data, nil
+}
+
+func (b streamBody) create(ctx context.Context, store providers.Store, key string, md map[string]string) (providers.WriteResult, error) {
+	if s, ok := store.(streamer); ok {
+		return s.CreateFrom(ctx, key, b.r, md)
+	}
+	data, err := b.bytes()
+	if err != nil {
+		return providers.WriteResult{}, err
+	}
+	return store.Create(ctx, key, data, md)
+}
+
+func (b streamBody) replace(ctx context.Context, store providers.Store, key string, md map[string]string, v string) (providers.WriteResult, error) {
+	if s, ok := store.(streamer); ok {
+		return s.ReplaceFrom(ctx, key, b.r, md, v)
+	}
+	data, err := b.bytes()
+	if err != nil {
+		return providers.WriteResult{}, err
+	}
+	return store.Replace(ctx, key, data, md, v)
+}
+
+func (b streamBody) size() int64 { return b.r.Size() }
+
+func write(ctx context.Context, op string, store providers.Store, key string, token uint64, data body, md map[string]string) (providers.WriteResult, error) {
 	for {
 		a, err := store.Stat(ctx, key)
 		if errors.Is(err, providers.ErrNotFound) {
-			res, err := store.Create(ctx, key, data, md)
+			res, err := data.create(ctx, store, key, md)
 			if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {
 				continue // created meanwhile: check its token
 			}
@@ -266,7 +339,7 @@ func write(ctx context.Context, op string, store providers.Store, key string, to
 		if token < highest {
 			return providers.WriteResult{}, stale(op, key, token, highest)
 		}
-		res, err := store.Replace(ctx, key, data, md, a.Version)
+		res, err := data.replace(ctx, store, key, md, a.Version)
 		if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {
 			continue // someone wrote between our check and our write: check again
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"path"
 	"strings"
@@ -100,25 +101,40 @@ func (s *store) Stat(ctx context.Context, key string) (*driver.Attrs, error) {
 
 // Create uploads the blob with If-None-Match: *.
 func (s *store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
+	return s.CreateFrom(ctx, key, bodyOf(data), metadata)
+}
+
+// CreateFrom implements driver.StreamWriter.
+func (s *store) CreateFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string) (driver.WriteResult, error) {
 	star := azcore.ETagAny
-	return s.put(ctx, "create", key, data, metadata, &sdkblob.ModifiedAccessConditions{IfNoneMatch: &star})
+	return s.put(ctx, "create", key, body, metadata, &sdkblob.ModifiedAccessConditions{IfNoneMatch: &star})
 }
 
 // Replace uploads the blob with If-Match: ifVersion.
 func (s *store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
+	return s.ReplaceFrom(ctx, key, bodyOf(data), metadata, ifVersion)
+}
+
+// ReplaceFrom implements driver.StreamWriter.
+func (s *store) ReplaceFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
 	if err := checkVersion(ifVersion); err != nil {
 		return driver.WriteResult{}, fmt.Errorf("%w: %w", driver.ErrPrecondition, err)
 	}
-	return s.put(ctx, "replace", key, data, metadata, &sdkblob.ModifiedAccessConditions{IfMatch: ifMatch(ifVersion)})
+	return s.put(ctx, "replace", key, body, metadata, &sdkblob.ModifiedAccessConditions{IfMatch: ifMatch(ifVersion)})
 }
 
-func (s *store) put(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond *sdkblob.ModifiedAccessConditions) (driver.WriteResult, error) {
+// bodyOf is data as a body to send.
+func bodyOf(data []byte) *io.SectionReader {
+	return io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+}
+
+func (s *store) put(ctx context.Context, op, key string, body *io.SectionReader, metadata map[string]string, cond *sdkblob.ModifiedAccessConditions) (driver.WriteResult, error) {
 	md, err := encodeMetadata(metadata)
 	if err != nil {
 		return driver.WriteResult{}, err
 	}
 	resp, err := s.client.NewBlockBlobClient(key).Upload(noRetry(ctx),
-		streaming.NopCloser(bytes.NewReader(data)),
+		streaming.NopCloser(io.NewSectionReader(body, 0, body.Size())),
 		&blockblob.UploadOptions{
 			Metadata:         md,
 			AccessConditions: &sdkblob.AccessConditions{ModifiedAccessConditions: cond},

@@ -94,6 +94,15 @@ type Driver interface {
 	Close() error
 }
 
+// StreamWriter is implemented by a Driver that can write an object from a
+// body it reads while it sends (CreateFrom and ReplaceFrom, otherwise as
+// Create and Replace), so that the object's bytes are never all in
+// memory. A retried request reads the body again from its start.
+type StreamWriter interface {
+	CreateFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string) (WriteResult, error)
+	ReplaceFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string, ifVersion string) (WriteResult, error)
+}
+
 // KeyChecker is implemented by drivers whose store refuses, or would store
 // under another name, keys that pass the portable checks. CheckKey says
 // why key is refused, or returns nil. Middleware that wraps a Driver

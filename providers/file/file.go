@@ -818,7 +818,18 @@ func (s *store) Stat(ctx context.Context, key string) (_ *driver.Attrs, err erro
 
 // Create implements driver.Driver.
 func (s *store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
-	return s.write(ctx, "create", key, data, metadata, func(f paths, cur *object) error {
+	return s.CreateFrom(ctx, key, bodyOf(data), metadata)
+}
+
+// bodyOf is data as a body to write.
+func bodyOf(data []byte) *io.SectionReader {
+	return io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+}
+
+// CreateFrom implements driver.StreamWriter: the bytes are copied from
+// body into the pending file.
+func (s *store) CreateFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string) (driver.WriteResult, error) {
+	return s.write(ctx, "create", key, body, metadata, func(f paths, cur *object) error {
 		if cur.exists() {
 			return driver.Wrap("create", key, fmt.Errorf("%w: object exists", driver.ErrPrecondition), nil)
 		}
@@ -840,7 +851,12 @@ func (s *store) Create(ctx context.Context, key string, data []byte, metadata ma
 
 // Replace implements driver.Driver.
 func (s *store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
-	return s.write(ctx, "replace", key, data, metadata, func(_ paths, cur *object) error {
+	return s.ReplaceFrom(ctx, key, bodyOf(data), metadata, ifVersion)
+}
+
+// ReplaceFrom implements driver.StreamWriter.
+func (s *store) ReplaceFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
+	return s.write(ctx, "replace", key, body, metadata, func(_ paths, cur *object) error {
 		return match("replace", cur, ifVersion)
 	})
 }
@@ -858,7 +874,7 @@ func match(op string, cur *object, ifVersion string) error {
 
 // write stores a new version of key if check, run under the key's lock
 // on what is there, allows it.
-func (s *store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, check func(paths, *object) error) (_ driver.WriteResult, err error) {
+func (s *store) write(ctx context.Context, op, key string, body *io.SectionReader, metadata map[string]string, check func(paths, *object) error) (_ driver.WriteResult, err error) {
 	defer refused(&err)
 	f, err := s.files(op, key)
 	if err != nil {
@@ -877,8 +893,8 @@ func (s *store) write(ctx context.Context, op, key string, data []byte, metadata
 	if err := check(f, cur); err != nil {
 		return driver.WriteResult{}, err
 	}
-	sc := sidecar{Version: rand.Text(), Size: int64(len(data)), Modified: s.now(), Metadata: metadata}
-	if err := s.commit(f, data, &sc); err != nil {
+	sc := sidecar{Version: rand.Text(), Size: body.Size(), Modified: s.now(), Metadata: metadata}
+	if err := s.commit(f, body, &sc); err != nil {
 		if errors.Is(err, errCommitted) {
 			// The new object may be the one readers settle on.
 			return driver.WriteResult{}, driver.Wrap(op, key, driver.ErrUnknownOutcome, err)
@@ -890,9 +906,7 @@ func (s *store) write(ctx context.Context, op, key string, data []byte, metadata
 
 // commit puts data and sc in place so that a crash at any point leaves the
 // old object or the new one whole. It runs under the key's lock.
-func (s *store) commit(f paths, data []byte, sc *sidecar) error {
-	sum := sha256.Sum256(data)
-	sc.SHA256 = hex.EncodeToString(sum[:])
+func (s *store) commit(f paths, body *io.SectionReader, sc *sidecar) error {
 	if !pathLock() {
 		// Writers under different locks must not share these files
 		// (earlier releases gave each write its own temporary file).
@@ -900,7 +914,9 @@ func (s *store) commit(f paths, data []byte, sc *sidecar) error {
 		f.pending, f.attrsNew = f.pending+u, f.attrsNew+u
 	}
 	sc.Pending = filepath.Base(f.pending)
-	ino, mtime, err := writeSynced(f.pending, data)
+	sum := sha256.New()
+	ino, mtime, err := writeSynced(f.pending, io.TeeReader(io.NewSectionReader(body, 0, body.Size()), sum))
+	sc.SHA256 = hex.EncodeToString(sum.Sum(nil))
 	if err != nil {
 		// Before the commit point the pending file is nobody's: left
 		// behind, a part written to a full disk would keep it full.
@@ -913,7 +929,7 @@ func (s *store) commit(f paths, data []byte, sc *sidecar) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := writeSynced(f.attrsNew, append(b, '\n')); err != nil {
+	if _, _, err := writeSynced(f.attrsNew, bytes.NewReader(append(b, '\n'))); err != nil {
 		os.Remove(f.attrsNew)
 		os.Remove(f.pending)
 		return err
@@ -947,12 +963,12 @@ func (s *store) crashPoint(stage string) {
 
 // writeSynced writes content to p and syncs it; it returns the written
 // file's identity.
-func writeSynced(p string, content []byte) (ino uint64, mtimeNs int64, err error) {
+func writeSynced(p string, content io.Reader) (ino uint64, mtimeNs int64, err error) {
 	f, err := openFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return 0, 0, err
 	}
-	_, err = f.Write(content)
+	_, err = io.Copy(f, content)
 	if err == nil {
 		err = f.Sync()
 	}

@@ -119,10 +119,12 @@
 package gcsstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -250,19 +252,40 @@ func (s *store) Read(ctx context.Context, key string, _ int64) (*driver.Reader, 
 
 // Create writes key only if no object exists under it.
 func (s *store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
-	return s.write(ctx, "create", key, data, metadata, storage.Conditions{DoesNotExist: true})
+	return s.CreateFrom(ctx, key, bodyOf(data), metadata)
+}
+
+// CreateFrom implements driver.StreamWriter.
+func (s *store) CreateFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string) (driver.WriteResult, error) {
+	return s.write(ctx, "create", key, body, metadata, storage.Conditions{DoesNotExist: true})
 }
 
 // Replace writes key only if its current generation is ifVersion.
 func (s *store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
+	return s.ReplaceFrom(ctx, key, bodyOf(data), metadata, ifVersion)
+}
+
+// ReplaceFrom implements driver.StreamWriter.
+func (s *store) ReplaceFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
 	gen, err := parseVersion(ifVersion)
 	if err != nil {
 		return driver.WriteResult{}, fmt.Errorf("%w: %w", driver.ErrPrecondition, err)
 	}
-	return s.write(ctx, "replace", key, data, metadata, storage.Conditions{GenerationMatch: gen})
+	return s.write(ctx, "replace", key, body, metadata, storage.Conditions{GenerationMatch: gen})
 }
 
-func (s *store) write(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond storage.Conditions) (driver.WriteResult, error) {
+// bodyOf is data as a body to send.
+func bodyOf(data []byte) *io.SectionReader {
+	return io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+}
+
+func (s *store) write(ctx context.Context, op, key string, body *io.SectionReader, metadata map[string]string, cond storage.Conditions) (driver.WriteResult, error) {
+	// The checksum first, in a pass of its own, so that the body streams
+	// through once it is sent.
+	sum := crc32.New(castagnoli)
+	if _, err := io.Copy(sum, io.NewSectionReader(body, 0, body.Size())); err != nil {
+		return driver.WriteResult{}, &driver.Error{Op: op, Key: key, Err: err}
+	}
 	ctx, slot := withReplySlot(ctx)
 	w := s.bucket.Object(key).If(cond).Retryer(storage.WithPolicy(storage.RetryNever)).NewWriter(ctx)
 	w.ChunkSize = 0 // one request, nothing buffered for a resend
@@ -270,9 +293,9 @@ func (s *store) write(ctx context.Context, op, key string, data []byte, metadata
 	w.Metadata = metadata
 	// The store checks the bytes and refuses a mismatch, so a corrupted
 	// upload is never stored.
-	w.CRC32C = crc32.Checksum(data, castagnoli)
+	w.CRC32C = sum.Sum32()
 	w.SendCRC32C = true
-	_, err := w.Write(data)
+	_, err := io.Copy(w, io.NewSectionReader(body, 0, body.Size()))
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

@@ -122,6 +122,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -229,22 +230,39 @@ func (s *store) Stat(ctx context.Context, key string) (*driver.Attrs, error) {
 
 // Create writes the object only if nothing exists under key.
 func (s *store) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (driver.WriteResult, error) {
-	return s.put(ctx, "create", key, data, metadata, func(in *s3sdk.PutObjectInput) { in.IfNoneMatch = aws.String("*") })
+	return s.CreateFrom(ctx, key, bodyOf(data), metadata)
+}
+
+// CreateFrom is Create with the bytes read from body as they are sent.
+func (s *store) CreateFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string) (driver.WriteResult, error) {
+	return s.put(ctx, "create", key, body, metadata, func(in *s3sdk.PutObjectInput) { in.IfNoneMatch = aws.String("*") })
+}
+
+// bodyOf is data as a body to send.
+func bodyOf(data []byte) *io.SectionReader {
+	return io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
 }
 
 // Replace writes the object only if its current version is ifVersion.
 // The Bucket refuses an empty version, which the SDK would drop, turning
 // this into an unconditional write.
 func (s *store) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
-	return s.put(ctx, "replace", key, data, metadata, func(in *s3sdk.PutObjectInput) { in.IfMatch = etag(ifVersion) })
+	return s.ReplaceFrom(ctx, key, bodyOf(data), metadata, ifVersion)
 }
 
-func (s *store) put(ctx context.Context, op, key string, data []byte, metadata map[string]string, cond func(*s3sdk.PutObjectInput)) (driver.WriteResult, error) {
+// ReplaceFrom is Replace with the bytes read from body as they are sent.
+func (s *store) ReplaceFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string, ifVersion string) (driver.WriteResult, error) {
+	return s.put(ctx, "replace", key, body, metadata, func(in *s3sdk.PutObjectInput) { in.IfMatch = etag(ifVersion) })
+}
+
+func (s *store) put(ctx context.Context, op, key string, body *io.SectionReader, metadata map[string]string, cond func(*s3sdk.PutObjectInput)) (driver.WriteResult, error) {
 	in := &s3sdk.PutObjectInput{
-		Bucket:        &s.bucket,
-		Key:           &key,
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
+		Bucket: &s.bucket,
+		Key:    &key,
+		// A fresh reader from the start: the SDK seeks it to hash the
+		// payload and to resend it.
+		Body:          io.NewSectionReader(body, 0, body.Size()),
+		ContentLength: aws.Int64(body.Size()),
 		Metadata:      metadata,
 	}
 	cond(in)
