@@ -103,7 +103,7 @@ func (c *cli) electCmd(fs *flagSet) action {
 	lf.addHolder(fs)
 	lf.addDrift(fs)
 	lf.addStoreClock(fs)
-	lf.addPoll(fs, 0, "read the record every `duration` while another process leads, at most TTL/3 (default: on the leader's renewal phase, once per renewal interval TTL/3, just after each renewal lands; with --listen, every 1s)")
+	lf.addPoll(fs, 0, "read the record every `duration` while another process leads, at most TTL: fewer reads, a later takeover (default: on the leader's renewal phase, once per renewal interval TTL/3, just after each renewal lands; with --listen, every 1s)")
 	grace := addGrace(fs)
 	value := fs.String("value", "", "the leader's `value` (for example its address), kept in the lease record while this process leads; followers read it with --listen or inspect")
 	listen := fs.Bool("listen", false, "do not campaign: print the leader now, then a line per change of leader, until signalled")

@@ -177,3 +177,18 @@ func TestListGroupWatchAgreeWithInspect(t *testing.T) {
 		}
 	}
 }
+
+// --poll trades reads for takeover time up to one read per TTL, no
+// further: the record is due to expire by then.
+func TestPollUpToTTL(t *testing.T) {
+	for _, tc := range []struct{ poll, want time.Duration }{
+		{time.Second, time.Second},
+		{4 * time.Second, 4 * time.Second}, // over TTL/3: one read per 4 s
+		{time.Minute, 6 * time.Second},
+	} {
+		lf := leaseFlags{ttl: 6 * time.Second, poll: tc.poll}
+		if got := lf.options(nil).PollInterval; got != tc.want {
+			t.Errorf("--poll %v at TTL 6s: PollInterval %v, want %v", tc.poll, got, tc.want)
+		}
+	}
+}

@@ -231,8 +231,11 @@ func (lf *leaseFlags) options(log *slog.Logger) objlease.Options {
 		o.StoreClock = &objlease.StoreClockRule{}
 	}
 	if lf.poll > 0 && lf.ttl > 0 {
-		// Never slower than the renewals a holder makes.
-		o.PollInterval = min(lf.poll, lf.ttl/3)
+		// The waiter's trade, its user's to make: fewer reads, a later
+		// takeover. Slower than one read per TTL would only delay the
+		// takeover further for nothing: the record is due to expire
+		// by then.
+		o.PollInterval = min(lf.poll, lf.ttl)
 	}
 	return o
 }

@@ -39,7 +39,8 @@ takes over such a lease, unless --store-clock lets the store's clock decide.
 While it waits, run polls until it has learned when the holder's renewals
 land, then reads once per renewal interval (TTL/3), just after each one:
 a release is seen within TTL/3 + 1/16 of it, at about 3.3 reads per TTL.
---poll D reads every D instead (at most TTL/3); --slots polls every 1s
+--poll D reads every D instead (at most TTL: fewer reads, a later
+takeover, see docs/cli.md); --slots polls every 1s
 unless --poll is given. While it waits it says on stderr who holds the
 lease and the earliest a takeover could succeed (by default when stderr is
 a terminal, with -v otherwise), again only when that changes.
