@@ -37,7 +37,7 @@ var cli struct {
 
 // objleaseBin builds the command from the root module, once per test
 // binary.
-func objleaseBin(t *testing.T) string {
+func objleaseBin(t testing.TB) string {
 	t.Helper()
 	cli.once.Do(func() {
 		cli.dir, cli.err = os.MkdirTemp("", "objlease-cli-")
