@@ -134,7 +134,7 @@ func (s *store) put(ctx context.Context, op, key string, body *io.SectionReader,
 		return driver.WriteResult{}, err
 	}
 	resp, err := s.client.NewBlockBlobClient(key).Upload(noRetry(ctx),
-		streaming.NopCloser(io.NewSectionReader(body, 0, body.Size())),
+		streaming.NopCloser(driver.Exact(body)),
 		&blockblob.UploadOptions{
 			Metadata:         md,
 			AccessConditions: &sdkblob.AccessConditions{ModifiedAccessConditions: cond},

@@ -103,6 +103,26 @@ type StreamWriter interface {
 	ReplaceFrom(ctx context.Context, key string, body *io.SectionReader, metadata map[string]string, ifVersion string) (WriteResult, error)
 }
 
+// Exact is body, read from its start, failing with io.ErrUnexpectedEOF if
+// it ends before its size (a file cut short while it was sent), so that a
+// write sends all of it or fails, never a shorter object: a store may keep
+// a body shorter than its declared length.
+func Exact(body *io.SectionReader) io.ReadSeeker {
+	return &exact{io.NewSectionReader(body, 0, body.Size())}
+}
+
+type exact struct{ *io.SectionReader }
+
+func (e *exact) Read(p []byte) (int, error) {
+	n, err := e.SectionReader.Read(p)
+	if err == io.EOF {
+		if at, _ := e.Seek(0, io.SeekCurrent); at < e.Size() {
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	return n, err
+}
+
 // KeyChecker is implemented by drivers whose store refuses, or would store
 // under another name, keys that pass the portable checks. CheckKey says
 // why key is refused, or returns nil. Middleware that wraps a Driver

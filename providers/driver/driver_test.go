@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/objlease/objlease/providers/driver"
@@ -28,5 +29,19 @@ func TestConnectFailed(t *testing.T) {
 		if got := driver.ConnectFailed(tt.err); got != tt.want {
 			t.Errorf("ConnectFailed(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+// A body cut short while it is sent fails its reads with
+// io.ErrUnexpectedEOF, never a clean end: a shorter object is not written.
+func TestExactBody(t *testing.T) {
+	full := strings.NewReader("0123456789")
+	if b, err := io.ReadAll(driver.Exact(io.NewSectionReader(full, 2, 8))); err != nil || string(b) != "23456789" {
+		t.Errorf("whole body: %q, %v", b, err)
+	}
+	short := strings.NewReader("01234") // the file shrank to 5 bytes
+	b, err := io.ReadAll(driver.Exact(io.NewSectionReader(short, 0, 10)))
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("body cut short: %q, %v, want io.ErrUnexpectedEOF", b, err)
 	}
 }

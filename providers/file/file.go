@@ -915,7 +915,7 @@ func (s *store) commit(f paths, body *io.SectionReader, sc *sidecar) error {
 	}
 	sc.Pending = filepath.Base(f.pending)
 	sum := sha256.New()
-	ino, mtime, err := writeSynced(f.pending, io.TeeReader(io.NewSectionReader(body, 0, body.Size()), sum))
+	ino, mtime, err := writeSynced(f.pending, io.TeeReader(driver.Exact(body), sum))
 	sc.SHA256 = hex.EncodeToString(sum.Sum(nil))
 	if err != nil {
 		// Before the commit point the pending file is nobody's: left

@@ -274,6 +274,21 @@ func (s *store) ReplaceFrom(ctx context.Context, key string, body *io.SectionRea
 	return s.write(ctx, "replace", key, body, metadata, storage.Conditions{GenerationMatch: gen})
 }
 
+// bodyReader remembers the error of reading the body, which is not the
+// store's.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
 // bodyOf is data as a body to send.
 func bodyOf(data []byte) *io.SectionReader {
 	return io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
@@ -287,7 +302,9 @@ func (s *store) write(ctx context.Context, op, key string, body *io.SectionReade
 		return driver.WriteResult{}, &driver.Error{Op: op, Key: key, Err: err}
 	}
 	ctx, slot := withReplySlot(ctx)
-	w := s.bucket.Object(key).If(cond).Retryer(storage.WithPolicy(storage.RetryNever)).NewWriter(ctx)
+	wctx, abort := context.WithCancel(ctx)
+	defer abort()
+	w := s.bucket.Object(key).If(cond).Retryer(storage.WithPolicy(storage.RetryNever)).NewWriter(wctx)
 	w.ChunkSize = 0 // one request, nothing buffered for a resend
 	w.ContentType = "application/octet-stream"
 	w.Metadata = metadata
@@ -295,7 +312,14 @@ func (s *store) write(ctx context.Context, op, key string, body *io.SectionReade
 	// upload is never stored.
 	w.CRC32C = sum.Sum32()
 	w.SendCRC32C = true
-	_, err := io.Copy(w, io.NewSectionReader(body, 0, body.Size()))
+	src := &bodyReader{r: driver.Exact(body)}
+	_, err := io.Copy(w, src)
+	if src.err != nil {
+		// Closing would finish the upload: abort it, nothing is stored.
+		abort()
+		w.Close()
+		return driver.WriteResult{}, &driver.Error{Op: op, Key: key, Err: fmt.Errorf("reading the body to send: %w", src.err)}
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

@@ -261,7 +261,7 @@ func (s *store) put(ctx context.Context, op, key string, body *io.SectionReader,
 		Key:    &key,
 		// A fresh reader from the start: the SDK seeks it to hash the
 		// payload and to resend it.
-		Body:          io.NewSectionReader(body, 0, body.Size()),
+		Body:          driver.Exact(body),
 		ContentLength: aws.Int64(body.Size()),
 		Metadata:      metadata,
 	}
