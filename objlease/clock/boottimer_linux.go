@@ -25,8 +25,11 @@ func afterFunc(d time.Duration, f func()) func() bool {
 	// Go's time reads earlier than the process's start only inside a
 	// testing/synctest bubble, whose fake time only Go's timers follow (and
 	// whose goroutines the timerfd's reader must not be one of).
+	if goTimeIsFake := time.Now().Before(processStart); goTimeIsFake {
+		return time.AfterFunc(d, f).Stop // and the queue not made here
+	}
 	q := bootQueue()
-	if goTimeIsFake := time.Now().Before(processStart); goTimeIsFake || q == nil {
+	if q == nil {
 		return time.AfterFunc(d, f).Stop
 	}
 	var called atomic.Bool

@@ -2,6 +2,8 @@ package clock
 
 import (
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,4 +101,23 @@ func TestMachineTimersInSynctestBubble(t *testing.T) {
 		osSource{}.AfterFunc(10*time.Millisecond, func() { close(fired) })
 		<-fired
 	})
+}
+
+// The first timer of a process may be made inside a testing/synctest
+// bubble (the simulation's tests start so): the timerfd's reader must not
+// be started there, where it would block the bubble's time for good. A
+// process of its own makes its first timer inside a bubble.
+func TestFirstTimerInSynctestBubble(t *testing.T) {
+	if os.Getenv("OBJLEASE_FIRST_TIMER_IN_BUBBLE") == "1" {
+		synctest.Test(t, func(t *testing.T) {
+			tm := Real().NewTimer(time.Hour) // an hour of the bubble's time
+			<-tm.C()
+		})
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFirstTimerInSynctestBubble$", "-test.timeout=20s")
+	cmd.Env = append(os.Environ(), "OBJLEASE_FIRST_TIMER_IN_BUBBLE=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("a first timer inside a synctest bubble: %v\n%s", err, out)
+	}
 }
