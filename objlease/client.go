@@ -371,8 +371,7 @@ func (c *Client) expiry(o *observation, now time.Time) (time.Duration, Rule) {
 	wait, rule := c.observedWait(ttl, o.since, now), RuleObserved
 	if r := c.opts.StoreClock; r != nil {
 		if age, ok := storeAge(o.attrs, r.Margin); ok {
-			limit := ttl + c.store.Properties().TimestampGranularity + r.Margin
-			if byStore := limit - age; byStore < wait {
+			if byStore := c.storeClockLimit(ttl) - age; byStore < wait {
 				// The store's clock has already seen part (or all) of the
 				// TTL pass since the record was written.
 				wait, rule = max(byStore, 0), RuleStoreClock
@@ -380,6 +379,13 @@ func (c *Client) expiry(o *observation, now time.Time) (time.Duration, Rule) {
 		}
 	}
 	return wait, rule
+}
+
+// storeClockLimit is the age, by the store's clock, past which a record
+// written for ttl has expired under the store-clock rule: TTL + the
+// store's timestamp granularity + StoreClockRule.Margin.
+func (c *Client) storeClockLimit(ttl time.Duration) time.Duration {
+	return ttl + c.store.Properties().TimestampGranularity + c.opts.StoreClock.Margin
 }
 
 // Sane store timestamps, for storeAge.

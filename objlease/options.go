@@ -43,14 +43,20 @@ type Options struct {
 	// validity (TTL × (1 − DriftBound)), be at least MinRenewInterval, and
 	// respect the store's MinWriteInterval.
 	RenewInterval time.Duration
-	// PollInterval is how often Acquire retries while the lease is held
-	// elsewhere (jittered down by up to 20 %). Default RenewInterval. Once
-	// it has learned when the holder renews, Acquire reads just after every
-	// second renewal instead, unless PollInterval is already at least twice
-	// the holder's renewal interval. With
-	// StoreClock, on a store that reports its own time, Acquire instead
-	// sleeps until the store's clock allows a takeover (about a TTL), so
-	// PollInterval then applies only where the store reports no time.
+	// PollInterval is how often Acquire reads while the lease is held
+	// elsewhere: the trade between reads and takeover time. Default
+	// RenewInterval (R). A PollInterval of k whole renewal intervals, once
+	// Acquire has learned when the holder's renewals land, reads just
+	// after every k-th renewal: TTL / (k R) reads per TTL, each write seen
+	// within (k − 1) R of landing. Any other PollInterval, or one below
+	// R, polls every PollInterval (jittered down by up to 20 %). Either
+	// way a release is seen within one PollInterval, and a dead holder's
+	// lease taken over within TTL × (1 + DriftBound) + PollInterval of its
+	// last write. With StoreClock, on a store that reports its own time,
+	// Acquire instead reads only when the store's clock could show the
+	// record expired: at most once per TTL beside a live holder, and a
+	// release is seen at that read. PollInterval then applies only where
+	// the store reports no time.
 	PollInterval time.Duration
 	// DriftBound bounds the rate error of every participant's clock: a
 	// clock measures an interval of real length d as between d × (1 − b) and

@@ -9,20 +9,20 @@ import (
 // last write at its next read after it, and takes over TTL × (1 + b) after
 // that read: the gap between a write and the read that first sees it is
 // what failover adds to the TTL, and the mean gap between reads is what
-// waiting costs. Polling every renewal interval R keeps every gap ≤ R at
-// one read per R. A holder renews periodically, though, so a contender that
-// knows when renewals land can read just after every second one: each
-// write is still seen within R + ε, at half the reads.
+// waiting costs. Polling every P keeps every gap ≤ P at one read per P. A
+// holder renews periodically, though, so a contender that knows when
+// renewals land can read just after every k-th one (k R ≤ P): each write
+// is then seen within (k − 1) R + ε, where plain polling at the same rate
+// sees it within k R.
 //
 // phaseTracker learns when renewals land from the record's renewal count:
 // a read that saw count c, sent at s and returned at g, says that renewal c
 // landed by g and renewal c+1 after s. With renewals landing at
 // φ + n × P + e (period P, a delay e in [0, slack]), every such read bounds
 // φ; the reads of one holder's tenure together narrow it to (A − slack, B].
-// While that window is wide, reads go to the middle of the next renewal's
-// window (which halves it, at one read per renewal, as plain polling
-// costs); once it is narrow, one read just after the latest landing of the
-// renewal after next. A read that contradicts the window (a renewal late,
+// While that window is wide, reads go to the middle of a renewal's
+// window (which halves it); once it is narrow, just after the latest
+// landing of a renewal. A read that contradicts the window (a renewal late,
 // early, retried, or missing because the holder died) drops the oldest
 // reads until the rest agree, falling back to plain polling when only the
 // latest is left. The schedule only chooses when to read: expiry is still
@@ -55,8 +55,9 @@ func maxCountSpan(period time.Duration) uint64 {
 // and request latency) and still be taken for on time.
 func (p *phaseTracker) slack() time.Duration { return p.period / 64 }
 
-// narrow is the phase uncertainty below which reads skip every second
-// renewal: the gap for a skipped one is then at most P + narrow + 2 slack.
+// narrow is the phase uncertainty below which reads go just after a
+// renewal's latest landing: a renewal is then seen within narrow + 2 slack
+// of landing, or at the first read after it when reads skip renewals.
 func (p *phaseTracker) narrow() time.Duration { return p.period / 32 }
 
 // add records a read of a held record whose holder renews every period.
@@ -102,10 +103,11 @@ func (p *phaseTracker) bounds() (a, b time.Time) {
 	return a, b
 }
 
-// next returns when to read next, or false if the phase is not known well
-// enough to beat plain polling. It never reads sooner than a quarter of a
-// period after now (minGap): one read per renewal, not a burst around one.
-func (p *phaseTracker) next(now time.Time) (time.Time, bool) {
+// next returns when to read next, just after every k-th renewal, or
+// false if the phase is not known well enough to beat plain polling. It
+// never reads sooner than a quarter of a period after now (minGap): one
+// read per renewal at most, not a burst around one.
+func (p *phaseTracker) next(now time.Time, k time.Duration) (time.Time, bool) {
 	if len(p.reads) < 2 {
 		return time.Time{}, false
 	}
@@ -116,22 +118,25 @@ func (p *phaseTracker) next(now time.Time) (time.Time, bool) {
 	case width >= p.period:
 		return time.Time{}, false
 	case width <= p.narrow():
-		// Just after the latest landing of the first renewal at least minGap
-		// ahead: every renewal is seen within width + 2 slack of
-		// landing, at one read per period.
-		for k := time.Duration(1); k <= 3; k++ {
-			if t := b.Add(k*p.period + j); !t.Before(earliest) {
-				return t, true
+		// Just after the latest landing of the k-th renewal from the
+		// next one at least minGap ahead: every renewal is seen within
+		// (k − 1) periods + width + 2 slack of landing, at one read per k
+		// periods.
+		for i := time.Duration(1); i <= 3; i++ {
+			if t := b.Add(i*p.period + j); !t.Before(earliest) {
+				return t.Add((k - 1) * p.period), true
 			}
 		}
 		return time.Time{}, false
 	}
-	// The middle of the window of the first renewal at least minGap ahead,
-	// if it is no further than plain polling's read.
+	// Still learning: the middle of the window of the k-th renewal from
+	// the next one at least minGap ahead, if it is no further than plain
+	// polling's read.
 	mid := a.Add(width / 2)
-	for k := time.Duration(1); k <= 3; k++ {
-		if t := mid.Add(k * p.period); !t.Before(earliest) {
-			return t, !t.After(now.Add(p.period))
+	for i := time.Duration(1); i <= 3; i++ {
+		if t := mid.Add(i * p.period); !t.Before(earliest) {
+			t = t.Add((k - 1) * p.period)
+			return t, !t.After(now.Add(k * p.period))
 		}
 	}
 	return time.Time{}, false
@@ -183,10 +188,13 @@ func (p *storePhase) add(date time.Time, gran time.Duration, sent, got time.Time
 
 // pollWait returns how long Acquire waits after an attempt, sent at sent,
 // that found the lease at c's key held, given plain, the wait of plain
-// polling: until the read that the renewal phase calls for, and never past
-// the first instant the record could expire for this client, under the
-// observed-time rule or, with StoreClock, by the store's clock, so that no
-// takeover is delayed.
+// polling. Under the observed-time rule: until the read that the renewal
+// phase calls for, and never past the first instant the record could
+// expire for this client, so that no takeover is delayed. With
+// StoreClock, on a store that reports its time: until the store's clock
+// could show the record expired, and no sooner, since beside a live holder
+// that read finds a newer write (one read per TTL at most), and once the
+// holder has died it is the takeover.
 func (c *Client) pollWait(p *phaseTracker, sp *storePhase, sent time.Time, held *HeldError, plain time.Duration) time.Duration {
 	now := c.opts.Clock.Now()
 	c.mu.Lock()
@@ -196,21 +204,27 @@ func (c *Client) pollWait(p *phaseTracker, sp *storePhase, sent time.Time, held 
 		p.reset()
 		return plain
 	}
-	expiry := c.expiryRead(o, sp, sent, now)
+	expiry := max(c.observedWait(o.rec.TTL(), o.since, now), 0) + time.Millisecond
+	if d, ok := c.storeExpiryRead(o, sp, sent, now); ok {
+		p.reset()
+		return min(d, expiry)
+	}
 	period := c.opts.RenewInterval
 	if o.rec.TTL() != c.opts.TTL {
 		period = o.rec.TTL() / 3 // the holder's, if it kept the default
 	}
-	if c.opts.PollInterval >= 2*period || c.opts.PollInterval < period {
-		// Plain polling is already as sparse, or the caller asked for
-		// reads more often than renewals: read every PollInterval.
+	// Read just after every k-th renewal, k whole periods within the
+	// poll, so that a release is still seen within one poll; unless plain
+	// polling, at 0.8 to 1 poll, would read less.
+	k := c.opts.PollInterval / period
+	if k < 1 || float64(k*period) < 0.9*float64(c.opts.PollInterval) {
 		return min(plain, expiry)
 	}
 	if p.base.IsZero() {
 		p.base = sent
 	}
 	p.add(sighting{sent: sent.Sub(p.base), got: now.Sub(p.base), token: o.rec.Token, count: o.rec.Renewals}, period)
-	t, ok := p.next(now)
+	t, ok := p.next(now, k)
 	if !ok {
 		return min(plain, expiry)
 	}
@@ -224,31 +238,40 @@ func (c *Client) pollWait(p *phaseTracker, sp *storePhase, sent time.Time, held 
 	return min(wait, expiry)
 }
 
-// expiryRead is how long from now until the read at the first instant o's
-// record could expire for this client: a millisecond past
-// TTL × (1 + DriftBound) after it first saw the version, or, with
-// StoreClock on a store that reports its time, the instant the store's
-// Date first shows the record TTL + granularity + margin old, as sp places
-// it on this client's clock (the read at sent returned now).
-func (c *Client) expiryRead(o *observation, sp *storePhase, sent, now time.Time) time.Duration {
-	wait := max(c.observedWait(o.rec.TTL(), o.since, now), 0) + time.Millisecond
+// minStoreStep is the shortest gap between two reads that look for the
+// instant the store's clock passes a record's expiry.
+const minStoreStep = 20 * time.Millisecond
+
+// storeExpiryRead is how long from now until the next read that could
+// find o's record expired by the store's clock, with StoreClock on a store
+// that reports its time (false otherwise). The record expires when the
+// store's time reaches x, its Last-Modified + TTL + granularity + margin,
+// which sp places on this client's clock (the read at sent returned now)
+// within a window: not before x − hi, surely by x − lo. The first read
+// goes at the window's start; one that came too early is followed by
+// reads an eighth of the window apart (minStoreStep at least), so that
+// the takeover comes within a step of the instant the store allows it.
+func (c *Client) storeExpiryRead(o *observation, sp *storePhase, sent, now time.Time) (time.Duration, bool) {
 	r := c.opts.StoreClock
 	if r == nil {
-		return wait
+		return 0, false
 	}
 	if _, ok := storeAge(o.attrs, r.Margin); !ok {
-		return wait
+		return 0, false
 	}
 	gran := c.store.Properties().TimestampGranularity
 	sp.add(o.attrs.StoreTime, gran, sent, now, c.opts.DriftBound)
 	if !sp.known {
-		return wait
+		return 0, false
 	}
-	// The store's time reaches the record's Last-Modified + limit no later
-	// than this client's time at − lo.
-	at := o.attrs.LastModified.Add(o.rec.TTL() + gran + r.Margin).Add(-sp.lo)
-	if d := at.Sub(now) + time.Millisecond; d < wait {
-		return max(d, time.Millisecond)
+	x := o.attrs.LastModified.Add(c.storeClockLimit(o.rec.TTL()))
+	earliest, latest := x.Add(-sp.hi), x.Add(-sp.lo)
+	at := earliest
+	if !now.Before(earliest) {
+		at = now.Add(max(latest.Sub(earliest)/8, minStoreStep))
+		if at.After(latest) {
+			at = latest
+		}
 	}
-	return wait
+	return max(at.Sub(now), 0) + time.Millisecond, true
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // TestPhaseTrackerNarrowsThenSkipsAndFallsBack: reads of a holder renewing
-// exactly every P narrow its phase until reads skip every second renewal;
+// exactly every P narrow its phase until each read comes just after a
+// renewal;
 // a read that finds a renewal missing, a new holder, or a count that went
 // back all drop back to plain polling.
 func TestPhaseTrackerNarrowsThenSkipsAndFallsBack(t *testing.T) {
@@ -26,12 +27,12 @@ func TestPhaseTrackerNarrowsThenSkipsAndFallsBack(t *testing.T) {
 	}
 	now := t0.Add(2 * P)
 	read(now)
-	if _, ok := p.next(now); ok {
+	if _, ok := p.next(now, 1); ok {
 		t.Fatal("a schedule from one read")
 	}
 	gaps := []time.Duration{}
 	for i := 0; i < 20; i++ {
-		next, ok := p.next(now)
+		next, ok := p.next(now, 1)
 		if !ok {
 			next = now.Add(P * 9 / 10) // plain polling
 		}
@@ -53,13 +54,13 @@ func TestPhaseTrackerNarrowsThenSkipsAndFallsBack(t *testing.T) {
 		t.Fatalf("phase window %v, want <= P/32", w)
 	}
 
-	// The holder stops: the read after every second renewal finds none.
+	// The holder stops: the read two renewals later finds none.
 	stopped := p
 	stopped.reads = append([]sighting(nil), p.reads...)
 	last := stopped.reads[len(stopped.reads)-1]
 	at := now.Add(2 * P)
 	stopped.add(sighting{sent: at.Sub(t0), got: at.Sub(t0), token: 7, count: last.count}, P)
-	if _, ok := stopped.next(at); ok || len(stopped.reads) != 1 {
+	if _, ok := stopped.next(at, 1); ok || len(stopped.reads) != 1 {
 		t.Fatalf("after a missing renewal: %d reads kept, a schedule %v; want plain polling", len(stopped.reads), ok)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -67,6 +68,8 @@ type waitRun struct {
 type waitConfig struct {
 	storeClock bool // the contender uses StoreClockRule (margin 1 s)
 	release    bool // the holder releases instead of its last renewal
+	fine       bool // the store's timestamps have nanoseconds, not whole seconds
+	poll       time.Duration
 }
 
 // runWaiter lets a holder renew every renew (each renewal sent renew after
@@ -93,15 +96,19 @@ func runWaiterIn(t *testing.T, seed uint64, ttl, renew time.Duration, writes int
 	// The store's clock is the contender's, shifted by a fraction of a
 	// second, and its timestamps (Last-Modified, Date) have 1 s
 	// granularity, as S3's and Azure's do.
-	hs := newHookStore(secondStore{mem.New(mem.WithClock(func() time.Time {
+	var st providers.Store = mem.New(mem.WithClock(func() time.Time {
 		return clk.Now().Add(time.Duration(seed%10) * 97 * time.Millisecond)
-	}))})
+	}))
+	if !cfg.fine {
+		st = secondStore{st}
+	}
+	hs := newHookStore(st)
 	rnd := rand.New(rand.NewPCG(seed, 7))
 	h := &scriptedHolder{t: t, store: hs.Store, rec: objlease.Record{
 		Schema: objlease.SchemaVersion, Name: "jobs/nightly", Token: 4, Holder: "holder", State: objlease.StateHeld, TTLMillis: ttl.Milliseconds()}}
 	h.write()
 	c := newClient(t, hs, "contender", clk, func(o *objlease.Options) {
-		o.TTL, o.RenewInterval, o.Rand = ttl, renew, rand.New(rand.NewPCG(seed, 11))
+		o.TTL, o.RenewInterval, o.PollInterval, o.Rand = ttl, renew, cfg.poll, rand.New(rand.NewPCG(seed, 11))
 		if cfg.storeClock {
 			o.StoreClock = &objlease.StoreClockRule{Margin: time.Second}
 		}
@@ -242,6 +249,65 @@ func TestWaitingContenderReadsOncePerRenewal(t *testing.T) {
 	}
 }
 
+// TestPollIntervalSetsReadsOnThePhase: a PollInterval of k whole renewal
+// intervals R (k >= 2) makes the waiter read just after every k-th
+// renewal once it has learned their phase, TTL / (k R) times per TTL. One
+// that is not near a multiple of R (here 1.5 R) polls plainly, at 0.8 to 1
+// PollInterval, which then reads less. Either way every write, and so the
+// holder's last, is seen within one PollInterval (+ R/16) of landing; on
+// the phase within (k − 1) R + R/16, which the median over the runs must
+// meet where plain polling at the same rate would not. A release is seen
+// within one PollInterval.
+func TestPollIntervalSetsReadsOnThePhase(t *testing.T) {
+	const (
+		ttl   = 9 * time.Second
+		renew = 3 * time.Second
+	)
+	expiry := time.Duration(float64(ttl) * (1 + objlease.DefaultDriftBound))
+	for _, tc := range []struct {
+		poll   time.Duration
+		perTTL float64 // reads per TTL beside a live holder
+		k      time.Duration
+	}{
+		{poll: ttl / 2, perTTL: 1 / (0.5 * 0.9)},
+		{poll: 2 * renew, perTTL: 1.5, k: 2},
+		{poll: ttl, perTTL: 1, k: 3},
+	} {
+		t.Run(tc.poll.String(), func(t *testing.T) {
+			var reads int
+			var lived time.Duration
+			var seen []time.Duration
+			for seed := uint64(1); seed <= 16; seed++ {
+				run := runWaiter(t, seed, ttl, renew, 60+int(seed), waitConfig{poll: tc.poll})
+				reads, lived = reads+run.reads, lived+run.lived
+				seen = append(seen, run.firstSeen.Sub(run.lastWrite))
+				if got := run.firstSeen.Sub(run.lastWrite); got > tc.poll+renew/16 {
+					t.Errorf("seed %d: saw the holder's last write %v after it landed, want within one poll, %v", seed, got, tc.poll+renew/16)
+				}
+				if got := run.takeover.Sub(run.firstSeen); got < expiry || got > expiry+time.Millisecond {
+					t.Errorf("seed %d: took over %v after first seeing the last write, want the read at TTL × (1 + b) = %v", seed, got, expiry)
+				}
+				rel := runWaiter(t, seed, ttl, renew, 40+int(seed), waitConfig{poll: tc.poll, release: true})
+				if got := rel.takeover.Sub(rel.lastWrite); got > tc.poll+renew/16 {
+					t.Errorf("seed %d: took a released lease %v after the release, want within one poll, %v", seed, got, tc.poll+renew/16)
+				}
+			}
+			slices.Sort(seen)
+			med := seen[len(seen)/2]
+			if onPhase := (tc.k-1)*renew + renew/16; tc.k > 0 && med > onPhase {
+				t.Errorf("the last write seen %v after landing (median), want <= %v on the renewal phase; all: %v", med, onPhase, seen)
+			}
+			perTTL := float64(reads) / (lived.Seconds() / ttl.Seconds())
+			t.Logf("%.2f reads per TTL (want about %.2f); the last write seen after %v (median)", perTTL, tc.perTTL, med)
+			// A renewal a quarter interval late (one in 40 here) costs
+			// reads while the phase is learned again.
+			if perTTL > tc.perTTL*1.1 {
+				t.Errorf("%.2f reads per TTL, want <= %.2f", perTTL, tc.perTTL*1.1)
+			}
+		})
+	}
+}
+
 // TestWaitingContenderSeesReleaseWithinOnePoll: a graceful release, which
 // lands at no renewal's beat, is seen at the next read: within one renewal
 // interval R and the phase window (R/16) of landing, not 2 R.
@@ -259,30 +325,55 @@ func TestWaitingContenderSeesReleaseWithinOnePoll(t *testing.T) {
 }
 
 // TestStoreClockWaiterMeetsItsBound: with the store-clock rule, on a store
-// whose Last-Modified and Date have 1 s granularity, a contender that has
-// watched a live holder takes over within TTL + granularity + margin of
-// the holder's last write (store time), plus the phase uncertainty of the
-// store's clock it has learned (here under 100 ms); before, it read up to a
-// granularity late. It reads on the renewal schedule meanwhile.
+// whose Last-Modified and Date have 1 s granularity, a contender beside a
+// live holder reads only when the store's clock could show the last write
+// it saw expired: at most once per TTL, since each such read finds a newer
+// write. Once the holder stops it takes over within TTL + granularity +
+// margin of the holder's last write (store time), plus the uncertainty of
+// the store's clock against its own that it has learned (here under
+// 100 ms).
 func TestStoreClockWaiterMeetsItsBound(t *testing.T) {
 	const (
 		ttl   = 6 * time.Second
 		renew = 2 * time.Second
 	)
 	bound := ttl + time.Second + time.Second // TTL + granularity + margin
-	var reads int
+	var reads, silent int
 	var lived time.Duration
 	for seed := uint64(1); seed <= 30; seed++ {
 		run := runWaiter(t, seed, ttl, renew, 20+int(seed), waitConfig{storeClock: true})
 		if got := run.takeover.Sub(run.lastWrite); got > bound+100*time.Millisecond {
 			t.Errorf("seed %d: took over %v after the holder's last write, want <= TTL + granularity + margin = %v (+ 100 ms of phase)", seed, got, bound)
 		}
-		reads, lived = reads+run.reads, lived+run.lived
+		reads, lived, silent = reads+run.reads, lived+run.lived, silent+run.silentReads
 	}
 	perTTL := float64(reads) / (lived.Seconds() / ttl.Seconds())
-	t.Logf("%.2f reads per TTL; client-go: %.1f", perTTL, clientGoPerTTL)
-	if perTTL > clientGoPerTTL/2 {
-		t.Errorf("%.2f reads per TTL, want <= half of client-go's %.1f", perTTL, clientGoPerTTL)
+	t.Logf("%.2f reads per TTL beside the live holder, %.1f after its last write; client-go: %.1f", perTTL, float64(silent)/30, clientGoPerTTL)
+	if perTTL > 1 {
+		t.Errorf("%.2f reads per TTL beside a live holder, want <= 1", perTTL)
+	}
+}
+
+// TestStoreClockWaiterOnFineTimestamps: the same on a store whose
+// timestamps are exact (the mem store's): at most one read per TTL, and
+// the takeover within TTL + margin + one step of the holder's last write.
+func TestStoreClockWaiterOnFineTimestamps(t *testing.T) {
+	const (
+		ttl   = 6 * time.Second
+		renew = 2 * time.Second
+	)
+	bound := ttl + time.Second + 25*time.Millisecond // TTL + margin + a step
+	var reads int
+	var lived time.Duration
+	for seed := uint64(1); seed <= 30; seed++ {
+		run := runWaiter(t, seed, ttl, renew, 20+int(seed), waitConfig{storeClock: true, fine: true})
+		if got := run.takeover.Sub(run.lastWrite); got > bound {
+			t.Errorf("seed %d: took over %v after the holder's last write, want <= TTL + margin + a step = %v", seed, got, bound)
+		}
+		reads, lived = reads+run.reads, lived+run.lived
+	}
+	if perTTL := float64(reads) / (lived.Seconds() / ttl.Seconds()); perTTL > 1 {
+		t.Errorf("%.2f reads per TTL beside a live holder, want <= 1", perTTL)
 	}
 }
 
