@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -31,7 +33,13 @@ type holderReport struct {
 	Reads     int64   `json:"reads"`
 	Writes    int64   `json:"writes"`
 	AcquireMs float64 `json:"acquire_ms"`
+	// LastWriteNs is when the acquiring write was sent (Unix ns).
+	LastWriteNs int64 `json:"last_write_ns"`
 }
+
+// After its report the holder prints one line per write it made, "w" and
+// the Unix time in nanoseconds at which the write was sent, so that the
+// bench knows the holder's last write when it kills it.
 
 // Holder is the helper process the failover section starts: it takes the
 // lease at --key under the URL, prints a holderReport, then holds the
@@ -80,6 +88,17 @@ func holder(ctx context.Context, env Env, url, key string, o objlease.Options, s
 		return err
 	}
 	defer cs.Close()
+	var mu sync.Mutex
+	var reported bool
+	var last time.Time // the acquisition's write, for the report
+	cs.wrote = func(sent time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		last = sent
+		if reported {
+			fmt.Fprintf(env.Stdout, "w %d\n", sent.UnixNano())
+		}
+	}
 	cl, err := objlease.New(cs, key, o)
 	if err != nil {
 		return err
@@ -90,7 +109,11 @@ func holder(ctx context.Context, env Env, url, key string, o objlease.Options, s
 		return err
 	}
 	n := cs.counts()
-	if err := json.NewEncoder(env.Stdout).Encode(holderReport{Token: l.Token(), Reads: n.reads(), Writes: n.writes(), AcquireMs: ms(time.Since(start))}); err != nil {
+	mu.Lock()
+	reported = true
+	err = json.NewEncoder(env.Stdout).Encode(holderReport{Token: l.Token(), Reads: n.reads(), Writes: n.writes(), AcquireMs: ms(time.Since(start)), LastWriteNs: last.UnixNano()})
+	mu.Unlock()
+	if err != nil {
 		return err
 	}
 	if !release {
@@ -114,10 +137,12 @@ func holder(ctx context.Context, env Env, url, key string, o objlease.Options, s
 
 // holderProc is a running helper process.
 type holderProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	line  chan holderLine
-	lost  chan struct{} // closed when the helper says it lost its lease
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	line      chan holderLine
+	lost      chan struct{} // closed when the helper says it lost its lease
+	eof       chan struct{} // closed when its stdout is read to the end
+	lastWrite atomic.Int64  // when its latest write was sent, Unix ns
 }
 
 type holderLine struct {
@@ -136,7 +161,7 @@ func (b *bench) startHolder(key string, flags ...string) (*holderProc, error) {
 		"--timeout", (10*b.ttl+time.Minute).String()), flags...)
 	cmd := exec.Command(exe, append(args, b.url)...)
 	cmd.Stderr = b.env.Stderr
-	p := &holderProc{cmd: cmd, line: make(chan holderLine, 1), lost: make(chan struct{})}
+	p := &holderProc{cmd: cmd, line: make(chan holderLine, 1), lost: make(chan struct{}), eof: make(chan struct{})}
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -149,6 +174,7 @@ func (b *bench) startHolder(key string, flags ...string) (*holderProc, error) {
 		return nil, fmt.Errorf("starting a holder process: %w", err)
 	}
 	go func() {
+		defer close(p.eof)
 		var l holderLine
 		r := bufio.NewReader(out)
 		s, err := r.ReadString('\n')
@@ -158,10 +184,21 @@ func (b *bench) startHolder(key string, flags ...string) (*holderProc, error) {
 		if err != nil {
 			l.err = fmt.Errorf("holder process for %q printed %q: %w", key, s, err)
 		}
+		p.lastWrite.Store(l.r.LastWriteNs)
 		p.line <- l
-		if s, _ := r.ReadString('\n'); l.err == nil && s == "lost\n" {
-			close(p.lost)
+		for l.err == nil {
+			s, err := r.ReadString('\n')
+			if err != nil {
+				break
+			}
+			var ns int64
+			if _, err := fmt.Sscanf(s, "w %d\n", &ns); err == nil {
+				p.lastWrite.Store(ns)
+			} else if s == "lost\n" {
+				close(p.lost)
+			}
 		}
+		_, _ = io.Copy(io.Discard, r)
 	}()
 	return p, nil
 }
@@ -183,12 +220,14 @@ func (p *holderProc) ready(ctx context.Context) (holderReport, error) {
 // kill ends the helper with SIGKILL, as a crash would.
 func (p *holderProc) kill() {
 	_ = p.cmd.Process.Kill()
+	<-p.eof // every write it reported, before Wait closes the pipe
 	_ = p.cmd.Wait()
 }
 
 // finish waits for a helper that exits on its own.
 func (p *holderProc) finish() error {
 	_ = p.stdin.Close()
+	<-p.eof
 	return p.cmd.Wait()
 }
 
@@ -203,9 +242,15 @@ type failoverReport struct {
 // "release", its graceful release) until a waiting contender holds the
 // lease, under one expiry rule.
 type failoverRule struct {
-	Rule     string  `json:"rule"`
-	Ending   string  `json:"ending"` // "kill" or "release"
-	Elapsed  dist    `json:"kill_to_held"`
+	Rule    string `json:"rule"`
+	Ending  string `json:"ending"` // "kill" or "release"
+	Elapsed dist   `json:"kill_to_held"`
+	// FromWrite is the time from the holder's last write (when it was
+	// sent) until the contender held the lease.
+	FromWrite dist `json:"last_write_to_held"`
+	// GoalFrom is what the goal is measured from: "kill", "release" or
+	// "last write".
+	GoalFrom string  `json:"goal_from"`
 	P50TTL   float64 `json:"p50_ttl"`
 	P90TTL   float64 `json:"p90_ttl"`
 	MaxTTL   float64 `json:"max_ttl"`
@@ -253,19 +298,25 @@ const (
 	endRelease = "release" // a graceful release
 )
 
+// rttAllowance is the round trip the store-clock goal allows for the
+// read that takes over.
+const rttAllowance = 100 * time.Millisecond
+
 // failoverTrials kills a renewing holder process (or has it release the
 // lease) at a random moment while a contender in this process waits in
-// Acquire, --trials times. The goal after a kill is TTL + one poll; after
-// a release, one poll: the renewal interval plus 1/16 of it once the
-// contender reads on the holder's renewal phase.
+// Acquire, --trials times. Under the observed rule the goal after a kill
+// is TTL + one poll; after a release, one poll (the renewal interval plus
+// 1/16 of it once the contender reads on the holder's renewal phase).
+// Under the store-clock rule, on a store that reports its time, the
+// contender reads when the store's clock could show the last write it saw
+// expired, so the goal is TTL + the store's timestamp granularity + the
+// margin (1 s) + a round trip from the holder's last write, and from a
+// release, which that read sees.
 func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failoverRule, error) {
 	key := b.key("failover-" + rule + "-" + ending)
-	goalD := b.ttl + b.poll
-	if ending == endRelease {
-		goalD = max(b.poll, b.renew) + b.renew/16
-	}
-	fr := &failoverRule{Rule: rule, Ending: ending, GoalMs: ms(goalD)}
-	var elapsed []time.Duration
+	fr := &failoverRule{Rule: rule, Ending: ending}
+	var goalD time.Duration
+	var elapsed, fromWrite []time.Duration
 	type acquired struct {
 		l   *objlease.Lease
 		err error
@@ -280,6 +331,15 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failo
 		hr, err := h.ready(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if i == 0 {
+			a, err := b.cs.Stat(ctx, key)
+			if err != nil {
+				h.kill()
+				return nil, err
+			}
+			goalD, fr.GoalFrom = b.failoverGoal(rule, ending, !a.StoreTime.IsZero())
+			fr.GoalMs = ms(goalD)
 		}
 		o := b.options(fmt.Sprintf("failover-%s-%d", rule, i))
 		if rule == ruleStoreClock {
@@ -298,7 +358,7 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failo
 		}()
 		// Kill at a random point of the renewal cycle, once the contender
 		// has had time to learn when the holder renews (a few renewal
-		// intervals) and is reading after every second renewal.
+		// intervals).
 		_ = sleep(ctx, 3*b.ttl+time.Duration(rand.Float64()*float64(b.renew)))
 		var a acquired
 		select {
@@ -325,9 +385,12 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failo
 			a = <-got
 			if a.err == nil {
 				elapsed = append(elapsed, a.at.Sub(ended))
+				if ending == endKill {
+					fromWrite = append(fromWrite, a.at.Sub(time.Unix(0, h.lastWrite.Load())))
+				}
 			}
 			if ending == endRelease {
-				_ = h.cmd.Wait()
+				_ = h.finish()
 			}
 		}
 		cancel()
@@ -342,15 +405,37 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failo
 			return nil, err
 		}
 	}
-	fr.Elapsed = summarise(elapsed)
+	fr.Elapsed, fr.FromWrite = summarise(elapsed), summarise(fromWrite)
 	ttl := ms(b.ttl)
 	fr.P50TTL, fr.P90TTL, fr.MaxTTL = fr.Elapsed.P50/ttl, fr.Elapsed.P90/ttl, fr.Elapsed.Max/ttl
-	for _, e := range elapsed {
+	judged := elapsed
+	if fr.GoalFrom == goalFromWrite {
+		judged = fromWrite
+	}
+	for _, e := range judged {
 		if e > goalD {
 			fr.OverGoal++
 		}
 	}
 	return fr, nil
+}
+
+const goalFromWrite = "last write"
+
+// failoverGoal is the goal of a failover trial and what it is measured
+// from (see failoverTrials).
+func (b *bench) failoverGoal(rule, ending string, storeTime bool) (time.Duration, string) {
+	switch {
+	case rule == ruleStoreClock && storeTime:
+		d := b.ttl + b.props.TimestampGranularity + time.Second + rttAllowance
+		if ending == endKill {
+			return d, goalFromWrite
+		}
+		return d, ending
+	case ending == endRelease:
+		return max(b.poll, b.renew) + b.renew/16, ending
+	}
+	return b.ttl + b.poll, ending
 }
 
 // freshTakeovers kills holder processes, waits until the store's clock
@@ -441,18 +526,22 @@ func (b *bench) freshTakeovers(ctx context.Context) ([]freshReport, error) {
 }
 
 func printFailover(w io.Writer, r *failoverReport) {
-	fmt.Fprintf(w, "\nFAILOVER: a holder process is killed with SIGKILL, or releases the lease, while a contender waits in Acquire; time from the kill (release) until the contender holds the lease, %d trials per rule\n", r.Trials)
-	fmt.Fprintln(w, "RULE\tENDING\tP50\tP90\tMAX\tP50/TTL\tP90/TTL\tMAX/TTL\tGOAL: KILL <= TTL + POLL, RELEASE <= POLL + R/16\t")
+	fmt.Fprintf(w, "\nFAILOVER: a holder process is killed with SIGKILL, or releases the lease, while a contender waits in Acquire; time from the kill (release) until the contender holds the lease, and from the holder's last write, %d trials per rule\n", r.Trials)
+	fmt.Fprintln(w, "RULE\tENDING\tP50\tP90\tMAX\tP50/TTL\tP90/TTL\tMAX/TTL\tLAST WRITE P50\tMAX\tGOAL: OBSERVED KILL <= TTL + POLL, RELEASE <= POLL + R/16; STORE-CLOCK <= TTL + GRANULARITY + MARGIN + 100ms\t")
 	for _, f := range r.Rules {
-		note := fmt.Sprintf("%v: %s", fromMs(f.GoalMs).Round(time.Millisecond), goal(f.OverGoal == 0))
+		fromWrite := "-\t-"
+		if f.Ending == endKill {
+			fromWrite = fmt.Sprintf("%v\t%v", fromMs(f.FromWrite.P50).Round(time.Millisecond), fromMs(f.FromWrite.Max).Round(time.Millisecond))
+		}
+		note := fmt.Sprintf("%v from the %s: %s", fromMs(f.GoalMs).Round(time.Millisecond), f.GoalFrom, goal(f.OverGoal == 0))
 		if f.OverGoal > 0 {
 			note += fmt.Sprintf(" in %d trials", f.OverGoal)
 		}
 		if f.Early > 0 {
 			note += fmt.Sprintf("; EXCLUSIVITY VIOLATED %d times", f.Early)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%.2f\t%.2f\t%.2f\t%s\n", f.Rule, f.Ending, fromMs(f.Elapsed.P50).Round(time.Millisecond),
-			fromMs(f.Elapsed.P90).Round(time.Millisecond), fromMs(f.Elapsed.Max).Round(time.Millisecond), f.P50TTL, f.P90TTL, f.MaxTTL, note)
+		fmt.Fprintf(w, "%s\t%s\t%v\t%v\t%v\t%.2f\t%.2f\t%.2f\t%s\t%s\n", f.Rule, f.Ending, fromMs(f.Elapsed.P50).Round(time.Millisecond),
+			fromMs(f.Elapsed.P90).Round(time.Millisecond), fromMs(f.Elapsed.Max).Round(time.Millisecond), f.P50TTL, f.P90TTL, f.MaxTTL, fromWrite, note)
 	}
 	fmt.Fprintln(w, "A FRESH PROCESS takes over a lease whose holder was killed long ago; round trips and time from exec until it holds the lease:")
 	fmt.Fprintln(w, "RULE\tDEAD FOR\tTRIALS\tROUND TRIPS\tEXEC TO HELD P50\tMAX\tACQUIRE P50\t")

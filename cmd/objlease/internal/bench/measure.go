@@ -52,6 +52,8 @@ type countingStore struct {
 	providers.Store
 	wire *wirecount.Transport // nil: no wire, count calls
 	n    [numOps]atomic.Int64
+	// wrote, if set, is told when each write that succeeded was sent.
+	wrote func(sent time.Time)
 }
 
 // openCounted opens rawURL with open, with wirecount under the SDK client
@@ -105,11 +107,23 @@ func (s *countingStore) List(ctx context.Context, prefix, pageToken string, page
 }
 
 func (s *countingStore) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
-	return s.Store.Create(s.call(ctx, opCreate), key, data, md)
+	sent := time.Now()
+	r, err := s.Store.Create(s.call(ctx, opCreate), key, data, md)
+	s.written(sent, err)
+	return r, err
 }
 
 func (s *countingStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, ifVersion string) (providers.WriteResult, error) {
-	return s.Store.Replace(s.call(ctx, opReplace), key, data, md, ifVersion)
+	sent := time.Now()
+	r, err := s.Store.Replace(s.call(ctx, opReplace), key, data, md, ifVersion)
+	s.written(sent, err)
+	return r, err
+}
+
+func (s *countingStore) written(sent time.Time, err error) {
+	if err == nil && s.wrote != nil {
+		s.wrote(sent)
+	}
 }
 
 func (s *countingStore) Delete(ctx context.Context, key, ifVersion string) error {
