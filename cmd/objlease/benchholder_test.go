@@ -19,8 +19,13 @@ func TestBenchHolderAcceptsItsFlags(t *testing.T) {
 	if code := c.main(context.Background(), args); code != 0 {
 		t.Fatalf("%q: exit %d, stderr:\n%s", args, code, stderr.String())
 	}
+	// The report, then one line per write: here the release's.
 	var rep struct{ Token uint64 }
-	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.Token != 1 {
+	first, rest, _ := strings.Cut(stdout.String(), "\n")
+	if err := json.Unmarshal([]byte(first), &rep); err != nil || rep.Token != 1 {
 		t.Fatalf("stdout %q (%v), want the holder's report with token 1", stdout.String(), err)
+	}
+	if !strings.HasPrefix(rest, "w ") {
+		t.Fatalf("stdout %q, want a line for the release's write after the report", stdout.String())
 	}
 }
