@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	mrand "math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -392,8 +393,25 @@ func (l *Lock) write(ctx context.Context, ler rl.LeaderElectionRecord, rec *objl
 		if attempt == resolveAttempts {
 			return fmt.Errorf("resourcelock %q: writing the record: %w", l.key, err)
 		}
+		if errors.Is(err, providers.ErrConflict) {
+			// S3's 409: another conditional write to the key was in flight.
+			// Give it time to land (30 ms, then 60, jittered, as the core's
+			// writes do), so that the next read finds it rather than
+			// racing it again.
+			t := time.NewTimer(conflictWait<<(attempt-1) - time.Duration(mrand.Int64N(int64(conflictWait<<(attempt-1)/5))))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("resourcelock %q: writing the record: %w; waiting: %w", l.key, err, context.Cause(ctx))
+			case <-t.C:
+			}
+		}
 	}
 }
+
+// conflictWait is the first wait after a write refused by a racing one
+// still in flight.
+const conflictWait = 30 * time.Millisecond
 
 // wrote makes s, written by this lock, its current view.
 func (l *Lock) wrote(s *seen) {

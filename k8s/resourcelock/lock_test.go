@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -364,4 +367,66 @@ func TestLostRequestsReported(t *testing.T) {
 	if v2 != v || after.Nonce != before.Nonce {
 		t.Fatal("record changed")
 	}
+}
+
+// racingStore answers the lock's first Replace as S3 does while another
+// conditional write to the key is in flight: 409, and the same to every
+// Replace until that write lands, 20 ms later.
+type racingStore struct {
+	providers.Store
+	mu      sync.Mutex
+	landing time.Time // while the racer's write is in flight
+	racer   []byte
+}
+
+func (s *racingStore) Replace(ctx context.Context, k string, data []byte, md map[string]string, ifVersion string) (providers.WriteResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.landing.IsZero() {
+		s.landing = time.Now().Add(20 * time.Millisecond)
+		time.AfterFunc(20*time.Millisecond, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if _, err := s.Store.Replace(context.Background(), k, s.racer, nil, ifVersion); err != nil {
+				panic(err)
+			}
+		})
+	}
+	if time.Now().Before(s.landing) {
+		return providers.WriteResult{}, fmt.Errorf("%w: a conditional operation is in progress", providers.ErrConflict)
+	}
+	return s.Store.Replace(ctx, k, data, md, ifVersion)
+}
+
+// A 409 to a racing write is followed by a wait for that write to land,
+// as the core's writes do: the lock then finds the other write and reports
+// the race lost, rather than failing on three 409s in a row sent at once.
+func TestConflictWaitsForTheRacingWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		base := mem.New()
+		a := newLock(t, base, "a")
+		if err := a.Create(ctx, ler("a", 0)); err != nil {
+			t.Fatal(err)
+		}
+		rec, _ := stored(t, base)
+		var err error
+		rec.Holder, rec.Nonce, rec.Token = "b", "racer", rec.Token+1
+		if rec.Data, err = json.Marshal(ler("b", 1)); err != nil {
+			t.Fatal(err)
+		}
+		racer, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := &racingStore{Store: base, racer: racer}
+		a2 := newLock(t, rs, "a")
+		if _, _, err := a2.Get(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err = a2.Update(ctx, ler("a", 0))
+		if !errors.Is(err, providers.ErrPrecondition) {
+			t.Fatalf("Update beside a racing write: %v, want ErrPrecondition: the race lost to the write that landed", err)
+		}
+	})
 }
