@@ -249,8 +249,10 @@ const minStoreStep = 20 * time.Millisecond
 // which sp places on this client's clock (the read at sent returned now)
 // within a window: not before x − hi, surely by x − lo. The first read
 // goes at the window's start; one that came too early is followed by
-// reads an eighth of the window apart (minStoreStep at least), so that
-// the takeover comes within a step of the instant the store allows it.
+// reads a sixteenth of the window apart (minStoreStep at least), so that
+// the takeover comes within a step of the instant the store allows it:
+// beside a live holder each read finds a newer write, so the steps are
+// read only once the holder is gone, and each read narrows the window.
 func (c *Client) storeExpiryRead(o *observation, sp *storePhase, sent, now time.Time) (time.Duration, bool) {
 	r := c.opts.StoreClock
 	if r == nil {
@@ -268,7 +270,7 @@ func (c *Client) storeExpiryRead(o *observation, sp *storePhase, sent, now time.
 	earliest, latest := x.Add(-sp.hi), x.Add(-sp.lo)
 	at := earliest
 	if !now.Before(earliest) {
-		at = now.Add(max(latest.Sub(earliest)/8, minStoreStep))
+		at = now.Add(max(latest.Sub(earliest)/16, minStoreStep))
 		if at.After(latest) {
 			at = latest
 		}
