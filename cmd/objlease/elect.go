@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/election"
 )
@@ -310,7 +311,7 @@ func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, arg
 			mu.Lock()
 			running = sigs
 			mu.Unlock()
-			stopped := c.tend(t, sigs, lctx.Done(), func() {
+			stopped := supervise.Tend(c.log, t, sigs, lctx.Done(), func() {
 				why := context.Cause(lctx).Error()
 				if errors.Is(context.Cause(lctx), objlease.ErrLeaseLost) {
 					why = reason(l.Err(), url)
@@ -322,7 +323,7 @@ func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, arg
 			mu.Lock()
 			running = nil
 			mu.Unlock()
-			status, how, err := t.ended()
+			status, how, err := t.Ended()
 			switch {
 			case err != nil:
 				finish(startErr("elect", url, argv[0], err))

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/cmd/objlease/internal/bench"
+	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/objlease/semaphore"
@@ -32,8 +33,8 @@ var (
 	errNoLease     = errors.New("no lease at the key")
 	errNotAcquired = errors.New("lease not acquired")
 	errUnsafe      = errors.New("store does not enforce conditional writes")
-	errCannotStart = errors.New("command could not be started")
-	errNotFound    = errors.New("command not found")
+	errCannotStart = supervise.ErrCannotStart
+	errNotFound    = supervise.ErrNotFound
 	// errEmpty: nothing to write where writing nothing would replace data
 	// (put of an empty stdin, a commit of a batch with no objects).
 	errEmpty = errors.New("nothing to write")
