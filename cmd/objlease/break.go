@@ -48,17 +48,12 @@ func (c *cli) breakCmd(fs *flagSet) action {
 		// The library's own "lease broken" message names this process as
 		// the holder; say instead whose lease it was.
 		lf.holder = "objlease-break"
-		store, key, err := c.open(ctx, url, true)
+		cl, err := c.clientWith(ctx, &lf, url, func(o *objlease.Options) { o.Logger = nil })
 		if err != nil {
 			return opErr("break", url, err)
 		}
-		defer store.Close()
-		o := lf.options(c.log)
-		o.Logger = nil
-		cl, err := objlease.New(store, key, o)
-		if err != nil {
-			return opErr("break", url, err)
-		}
+		defer cl.Store().Close()
+		key := cl.Key()
 		out := breakage{Key: key, URL: url, PrevState: "absent"}
 		if st, err := cl.Inspect(ctx); err == nil && st.Record != nil {
 			out.PrevHold, out.PrevToken, out.PrevState = st.Record.Holder, st.Record.Token, string(st.Record.State)

@@ -147,22 +147,18 @@ func (c *cli) electCmd(fs *flagSet) action {
 				p.ready = func(p *probe) (bool, string) { return p.holder != "", "no leader" }
 			})
 		}
-		store, key, err := c.open(ctx, url, true)
+		cl, err := c.clientWith(ctx, &lf, url, func(opts *objlease.Options) {
+			if *value != "" {
+				opts.Data = []byte(*value)
+			}
+			if *listen && opts.Holder == "" {
+				opts.Holder = "objlease-listen" // never written
+			}
+		})
 		if err != nil {
 			return opErr("elect", url, err)
 		}
-		defer store.Close()
-		opts := lf.options(c.log)
-		if *value != "" {
-			opts.Data = []byte(*value)
-		}
-		if *listen && opts.Holder == "" {
-			opts.Holder = "objlease-listen" // never written
-		}
-		cl, err := objlease.New(store, key, opts)
-		if err != nil {
-			return opErr("elect", url, err)
-		}
+		defer cl.Store().Close()
 		switch {
 		case *listen:
 			return opErr("elect", url, c.listenLeader(ctx, cl, *asJSON))

@@ -35,12 +35,10 @@ func (c *cli) groupJoin(ctx context.Context, lf *leaseFlags, url string, argv []
 	if v, err := shard.Describe(ctx, store, prefix); err == nil && len(v.Shards) == 0 {
 		c.log.Warn(fmt.Sprintf("the group has no shards yet (nothing under %s): define them with \"objlease group define %s ID...\"; waiting for them", shard.ShardsPrefix(prefix), url))
 	}
-	opts := lf.options(c.log)
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	sess, opts, err := c.session(store, lf)
 	if err != nil {
 		return opErr("group join", url, err)
 	}
-	opts.Clock = nil
 	w, err := shard.New(sess, shard.Config{Prefix: prefix, Member: lf.holder, Options: opts,
 		Work: func(ctx context.Context, s *shard.Shard) { c.shardWork(ctx, url, s, argv, grace) }})
 	if err != nil {

@@ -238,13 +238,11 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := lf.options(c.log)
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	sess, opts, err := c.session(store, lf)
 	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
-	opts.Clock = nil
 	sem, err := semaphore.New(sess, prefix, n, opts)
 	if err != nil {
 		store.Close()

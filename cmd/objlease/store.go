@@ -42,18 +42,41 @@ func (c *cli) openAny(ctx context.Context, rawURL string, wantKey bool, opts pro
 	return store, key, nil
 }
 
-// client opens the lease at rawURL with the options the flags give.
+// client opens the lease at rawURL with the options the flags give. The
+// caller closes cl.Store().
 func (c *cli) client(ctx context.Context, lf *leaseFlags, rawURL string) (*objlease.Client, error) {
+	return c.clientWith(ctx, lf, rawURL, nil)
+}
+
+// clientWith is client with the options the flags give changed by adjust,
+// if not nil.
+func (c *cli) clientWith(ctx context.Context, lf *leaseFlags, rawURL string, adjust func(*objlease.Options)) (*objlease.Client, error) {
 	store, key, err := c.open(ctx, rawURL, true)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := objlease.New(store, key, lf.options(c.log))
+	opts := lf.options(c.log)
+	if adjust != nil {
+		adjust(&opts)
+	}
+	cl, err := objlease.New(store, key, opts)
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
 	return cl, nil
+}
+
+// session starts a session on store with the options the flags give, and
+// returns the options for its leases (whose clock is the session's).
+func (c *cli) session(store providers.Store, lf *leaseFlags) (*objlease.Session, objlease.Options, error) {
+	opts := lf.options(c.log)
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	if err != nil {
+		return nil, opts, err
+	}
+	opts.Clock = nil
+	return sess, opts, nil
 }
 
 // inProcess refuses a mem:// URL. Its store lives in the process that
