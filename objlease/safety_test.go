@@ -128,7 +128,7 @@ func TestTokenExhausted(t *testing.T) {
 	res = putRecord(t, m, foreign)
 	clk := clock.NewFake(epoch)
 	f := newClient(t, m, "f", clk, func(o *objlease.Options) { o.Force = true })
-	_, err = f.TryAcquire(ctx)
+	_, _ = f.TryAcquire(ctx) // the first sight of the object starts the forced wait
 	clk.Advance(time.Minute)
 	_, err = f.TryAcquire(ctx)
 	check("forced TryAcquire", err)

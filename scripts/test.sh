@@ -2,7 +2,10 @@
 # Runs the whole test suite:
 #
 #   1. scripts/install-emulators.sh (a no-op once they are installed);
-#   2. go vet and a gofmt check, in the root module and in integration/,
+#   2. go vet and a gofmt check, in the root module and in integration/
+#      (in the root module the vet step also runs staticcheck, with and
+#      without -tags objlease_unsafe, installed with go install through
+#      the module proxy into .cache/bin: a finding fails the step),
 #      then go vet again for GOOS=darwin and GOOS=windows and a
 #      cross-compiled build of the CLI (in integration/, darwin only);
 #      go install of the CLI at the CHANGELOG's version from a file module
@@ -157,12 +160,29 @@ unsafe_tests() {
 	return $rc
 }
 
+# staticcheck_version is the staticcheck the root module's vet step runs.
+staticcheck_version=v0.8.2
+
+# vet: go vet ./...; in the root module also staticcheck, with and without
+# -tags objlease_unsafe. A finding, or a staticcheck that cannot be
+# installed, fails the step.
+vet() {
+	local rc=0 sc=$repo/.cache/bin/staticcheck
+	go vet ./... || rc=1
+	if [[ $PWD == "$repo" ]]; then
+		GOBIN=$repo/.cache/bin go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version" || return 1
+		"$sc" ./... || rc=1
+		"$sc" -tags objlease_unsafe ./... || rc=1
+	fi
+	return $rc
+}
+
 module() {
 	local name=$1 dir=$2
 	shift 2
 	summary=""
 	cd "$dir" || return 1
-	step vet go vet ./...
+	step vet vet
 	step gofmt gofmt_check "$dir" "$@"
 	if [[ $dir == "$repo" ]]; then
 		step "darwin and windows: vet, build the CLI" cross "darwin windows" ./cmd/objlease

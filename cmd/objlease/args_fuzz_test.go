@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -44,7 +45,7 @@ func FuzzArgs(f *testing.F) {
 		for len(cmd) > 0 && (cmd[0] == "-v" || cmd[0] == "--v") {
 			cmd = cmd[1:]
 		}
-		if len(cmd) > 0 && slices.Contains([]string{"run", "acquire", "hold", "elect", "watch", "bench", benchHolderCmd, superviseCmd}, cmd[0]) {
+		if len(cmd) > 0 && slices.Contains([]string{"run", "acquire", "hold", "elect", "watch", "bench", benchHolderCmd, supervise.Command}, cmd[0]) {
 			return
 		}
 		for _, a := range args {

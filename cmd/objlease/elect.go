@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/election"
 )
@@ -146,22 +147,18 @@ func (c *cli) electCmd(fs *flagSet) action {
 				p.ready = func(p *probe) (bool, string) { return p.holder != "", "no leader" }
 			})
 		}
-		store, key, err := c.open(ctx, url, true)
+		cl, err := c.clientWith(ctx, &lf, url, func(opts *objlease.Options) {
+			if *value != "" {
+				opts.Data = []byte(*value)
+			}
+			if *listen && opts.Holder == "" {
+				opts.Holder = "objlease-listen" // never written
+			}
+		})
 		if err != nil {
 			return opErr("elect", url, err)
 		}
-		defer store.Close()
-		opts := lf.options(c.log)
-		if *value != "" {
-			opts.Data = []byte(*value)
-		}
-		if *listen && opts.Holder == "" {
-			opts.Holder = "objlease-listen" // never written
-		}
-		cl, err := objlease.New(store, key, opts)
-		if err != nil {
-			return opErr("elect", url, err)
-		}
+		defer cl.Store().Close()
 		switch {
 		case *listen:
 			return opErr("elect", url, c.listenLeader(ctx, cl, *asJSON))
@@ -310,7 +307,7 @@ func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, arg
 			mu.Lock()
 			running = sigs
 			mu.Unlock()
-			stopped := c.tend(t, sigs, lctx.Done(), func() {
+			stopped := supervise.Tend(c.log, t, sigs, lctx.Done(), func() {
 				why := context.Cause(lctx).Error()
 				if errors.Is(context.Cause(lctx), objlease.ErrLeaseLost) {
 					why = reason(l.Err(), url)
@@ -322,7 +319,7 @@ func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, arg
 			mu.Lock()
 			running = nil
 			mu.Unlock()
-			status, how, err := t.ended()
+			status, how, err := t.Ended()
 			switch {
 			case err != nil:
 				finish(startErr("elect", url, argv[0], err))

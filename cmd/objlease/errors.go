@@ -6,19 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"log/slog"
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/objlease/objlease/cmd/objlease/internal/bench"
+	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/objlease/semaphore"
@@ -32,8 +32,8 @@ var (
 	errNoLease     = errors.New("no lease at the key")
 	errNotAcquired = errors.New("lease not acquired")
 	errUnsafe      = errors.New("store does not enforce conditional writes")
-	errCannotStart = errors.New("command could not be started")
-	errNotFound    = errors.New("command not found")
+	errCannotStart = supervise.ErrCannotStart
+	errNotFound    = supervise.ErrNotFound
 	// errEmpty: nothing to write where writing nothing would replace data
 	// (put of an empty stdin, a commit of a batch with no objects).
 	errEmpty = errors.New("nothing to write")
@@ -396,168 +396,137 @@ func bucketOf(rawURL string) string {
 	return u.Host
 }
 
-// lineHandler prints log records as "objlease: message: cause (k=v ...)",
-// the one form every message takes. Causes are shortened like a failed
-// command's; -v prints them whole.
-type lineHandler struct {
-	w       io.Writer
-	level   *slog.LevelVar
-	verbose *bool
-	json    *bool   // --log-format json: one JSON object per line instead
-	cmd     *string // the command's name, for json
-	mu      *sync.Mutex
-	attrs   []slog.Attr
+// foreignObject is err, a *objlease.RecordError for the object at key that
+// is not a lease record, told in plain words: what the object is (text,
+// binary, JSON of another kind) rather than the JSON decoder's message. It
+// matches objlease.ErrBadRecord still; hint ends the line. Any other error
+// is returned as it is.
+func foreignObject(ctx context.Context, store providers.Store, key string, err error, hint string) error {
+	var rec *objlease.RecordError
+	if !errors.As(err, &rec) || !errors.Is(err, objlease.ErrBadRecord) {
+		return err
+	}
+	obj, gerr := store.Get(ctx, key, objlease.MaxRecordSize)
+	if gerr != nil {
+		return err
+	}
+	what, damaged := describeObject(obj.Data)
+	if what == "" {
+		return err
+	}
+	if damaged {
+		return &tagged{fmt.Sprintf("the object at %q is not a valid objlease lease record: %s%s", key, what, hint), objlease.ErrBadRecord}
+	}
+	return &tagged{fmt.Sprintf("the object at %q is not an objlease lease record: %s%s", key, what, hint), objlease.ErrBadRecord}
 }
 
-func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
-
-// reportedByCommand are library messages the commands report themselves,
-// with what they did about it; shown only under -v.
-var reportedByCommand = map[string]bool{"lease lost": true}
-
-func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
-	if !*h.verbose && reportedByCommand[r.Message] {
-		return nil
+// plainReason says why data, an object that is not a valid lease record,
+// is not one: in describeObject's words, or in the record's own reason
+// where that says it better.
+func plainReason(data []byte, re *objlease.RecordError) string {
+	if what, _ := describeObject(data); what != "" {
+		return what
 	}
-	if h.json != nil && *h.json {
-		return h.handleJSON(r)
-	}
-	var b strings.Builder
-	b.WriteString("objlease: ")
-	if r.Level >= slog.LevelWarn && r.Level < slog.LevelError {
-		b.WriteString("warning: ")
-	}
-	b.WriteString(r.Message)
-	var extra []string
-	add := func(a slog.Attr) bool {
-		if err, ok := a.Value.Any().(error); ok {
-			msg := reason(err, "")
-			if *h.verbose {
-				msg = err.Error()
-			}
-			if a.Key == "err" {
-				b.WriteString(": " + msg)
-			} else {
-				extra = append(extra, a.Key+"="+quoteIfNeeded(msg))
-			}
-			return true
-		}
-		extra = append(extra, a.Key+"="+quoteIfNeeded(a.Value.String()))
-		return true
-	}
-	for _, a := range h.attrs {
-		if *h.verbose {
-			add(a)
-		}
-	}
-	r.Attrs(add)
-	if len(extra) > 0 {
-		b.WriteString(" (" + strings.Join(extra, " ") + ")")
-	}
-	b.WriteString("\n")
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, err := io.WriteString(h.w, b.String())
-	return err
+	return re.Reason
 }
 
-// handleJSON writes r as one JSON object: time, level, msg and cmd, then
-// its attributes, errors as strings (shortened as in text, whole under -v).
-func (h *lineHandler) handleJSON(r slog.Record) error {
-	var fields []jsonField
-	add := func(a slog.Attr) bool {
-		v := a.Value.Resolve()
-		switch v.Kind() {
-		case slog.KindString:
-			fields = append(fields, jsonField{a.Key, v.String()})
-		case slog.KindInt64:
-			fields = append(fields, jsonField{a.Key, v.Int64()})
-		case slog.KindUint64:
-			fields = append(fields, jsonField{a.Key, v.Uint64()})
-		case slog.KindFloat64:
-			fields = append(fields, jsonField{a.Key, v.Float64()})
-		case slog.KindBool:
-			fields = append(fields, jsonField{a.Key, v.Bool()})
-		case slog.KindTime:
-			fields = append(fields, jsonField{a.Key, v.Time().UTC().Format(time.RFC3339Nano)})
+// describeObject says what b, which is not a valid lease record, is; damaged
+// is set for a record with the schema field whose other fields are wrong.
+// It returns "" where the record's own reason says it better (a field out
+// of range in an otherwise well-formed record).
+func describeObject(b []byte) (what string, damaged bool) {
+	if len(b) == 0 {
+		return "it is empty (0 bytes)", false
+	}
+	if !json.Valid(b) {
+		if !utf8.Valid(b) || bytes.ContainsFunc(b, func(r rune) bool { return !unicode.IsPrint(r) && !unicode.IsSpace(r) }) {
+			return fmt.Sprintf("%d bytes, binary", len(b)), false
+		}
+		trimmed := bytes.TrimLeftFunc(b, unicode.IsSpace)
+		if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+			return fmt.Sprintf("%d bytes, text that is not well-formed JSON", len(b)), false
+		}
+		first, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+		if r := []rune(first); len(r) > 40 {
+			first = string(r[:40]) + "..."
+		}
+		return fmt.Sprintf("%d bytes, text, starts with %s", len(b), strconv.Quote(first)), false
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		var kind string
+		switch bytes.TrimSpace(b)[0] {
+		case '[':
+			kind = "an array"
+		case '"':
+			kind = "a string"
+		case 't', 'f':
+			kind = "true or false"
+		case 'n':
+			kind = "null"
 		default:
-			if err, ok := v.Any().(error); ok {
-				msg := reason(err, "")
-				if *h.verbose {
-					msg = err.Error()
-				}
-				fields = append(fields, jsonField{a.Key, msg})
-			} else {
-				fields = append(fields, jsonField{a.Key, v.String()})
-			}
+			kind = "a number"
 		}
-		return true
+		return "JSON, " + kind + ", not an object", false
 	}
-	for _, a := range h.attrs {
-		add(a)
+	if _, ok := fields["objlease"]; !ok {
+		names := make([]string, 0, len(fields))
+		for k := range fields {
+			names = append(names, strconv.Quote(k))
+		}
+		slices.Sort(names)
+		if len(names) > 5 {
+			names = append(names[:5], "...")
+		}
+		if len(names) == 0 {
+			return "JSON without the fields of a lease record (an empty object)", false
+		}
+		return "JSON without the fields of a lease record (it has " + strings.Join(names, ", ") + ")", false
 	}
-	r.Attrs(add)
-	cmd := ""
-	if h.cmd != nil {
-		cmd = *h.cmd
+	// The schema field is there: say which field is wrong.
+	var r objlease.Record
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&r)
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("its field %q holds %s, not %s", te.Field, article(te.Value), typeWord(te.Type.Kind().String())), true
+	case err != nil && strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "it has a field a lease record does not: " + strings.TrimPrefix(err.Error(), "json: unknown field "), true
 	}
-	line := jsonLine(r.Level, r.Message, cmd, fields)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	_, err := h.w.Write(line)
-	return err
+	return "", true
 }
 
-// jsonField is one key of a --log-format json line.
-type jsonField struct {
-	key   string
-	value any
-}
-
-// jsonLine is one --log-format json line: {"time","level","msg","cmd",
-// then fields in order}, a field whose key came before left out.
-func jsonLine(level slog.Level, msg, cmd string, fields []jsonField) []byte {
-	all := append([]jsonField{
-		{"time", time.Now().UTC().Format(time.RFC3339Nano)},
-		{"level", level.String()},
-		{"msg", msg},
-		{"cmd", cmd},
-	}, fields...)
-	seen := make(map[string]bool, len(all))
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for _, f := range all {
-		if seen[f.key] {
-			continue
+// article is a JSON value's kind as the decoder names it, with an article.
+func article(v string) string {
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "string", "number", "bool":
+		if v == "bool" {
+			return "true or false"
 		}
-		seen[f.key] = true
-		k, _ := json.Marshal(f.key)
-		v, err := json.Marshal(f.value)
-		if err != nil {
-			v, _ = json.Marshal(fmt.Sprint(f.value))
-		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
+		return "a " + v
 	}
-	b.WriteString("}\n")
-	return b.Bytes()
+	return v
 }
 
-func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	n := *h
-	n.attrs = append(append([]slog.Attr(nil), h.attrs...), as...)
-	return &n
-}
-
-func (h *lineHandler) WithGroup(string) slog.Handler { return h }
-
-func quoteIfNeeded(s string) string {
-	if s == "" || strings.ContainsAny(s, " \t\n\"=") {
-		return fmt.Sprintf("%q", s)
+// typeWord is a Go kind in the words of a record's reader.
+func typeWord(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "float"):
+		return "a number"
+	case kind == "string":
+		return "a string"
+	case kind == "bool":
+		return "true or false"
+	case kind == "slice":
+		return "base64 text"
+	case kind == "struct":
+		return "a time (RFC 3339 text)"
 	}
-	return s
+	return "the right type"
 }

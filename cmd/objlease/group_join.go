@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
-	"syscall"
 	"time"
 
+	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/shard"
 )
@@ -35,12 +35,10 @@ func (c *cli) groupJoin(ctx context.Context, lf *leaseFlags, url string, argv []
 	if v, err := shard.Describe(ctx, store, prefix); err == nil && len(v.Shards) == 0 {
 		c.log.Warn(fmt.Sprintf("the group has no shards yet (nothing under %s): define them with \"objlease group define %s ID...\"; waiting for them", shard.ShardsPrefix(prefix), url))
 	}
-	opts := lf.options(c.log)
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	sess, opts, err := c.session(store, lf)
 	if err != nil {
 		return opErr("group join", url, err)
 	}
-	opts.Clock = nil
 	w, err := shard.New(sess, shard.Config{Prefix: prefix, Member: lf.holder, Options: opts,
 		Work: func(ctx context.Context, s *shard.Shard) { c.shardWork(ctx, url, s, argv, grace) }})
 	if err != nil {
@@ -84,14 +82,14 @@ func (c *cli) shardWork(ctx context.Context, url string, s *shard.Shard, argv []
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stdout, cmd.Stderr = c.stdout, c.stderr // stdin: /dev/null
 		cmd.Env = append(leaseEnv(url, s.Lease), "OBJLEASE_SHARD="+s.ID)
-		t, err := startTask(cmd, grace, false, s.Lease)
+		t, err := supervise.Start(cmd, supervise.Options{Grace: grace, Lease: s.Lease, Args: supervisorArgs()})
 		if err == nil {
-			log.Info("shard command started", slog.Int("pid", t.pid()))
+			log.Info("shard command started", slog.Int("pid", t.Pid()))
 			select {
-			case <-t.done():
+			case <-t.Done():
 				var status int
 				var how string
-				status, how, err = t.ended()
+				status, how, err = t.Ended()
 				if err == nil && status == 0 {
 					log.Info("shard command exited 0: the shard is done; it is kept, and the command not run again, until the shard moves")
 					<-ctx.Done()
@@ -124,29 +122,21 @@ func (c *cli) shardWork(ctx context.Context, url string, s *shard.Shard, argv []
 
 // stillHeld reports whether a command may start under l: ctx (l's or
 // narrower) has not ended and l's validity has not run out.
-func stillHeld(ctx context.Context, l validity) bool {
+func stillHeld(ctx context.Context, l supervise.Validity) bool {
 	return ctx.Err() == nil && l.ValidFor() > 0
 }
 
 // stopShard stops t, the command of shard s, whose context ctx has ended:
 // SIGTERM to its process group, SIGKILL after grace; it returns once the
 // command has exited.
-func (c *cli) stopShard(ctx context.Context, log *slog.Logger, s *shard.Shard, t task, grace time.Duration) {
+func (c *cli) stopShard(ctx context.Context, log *slog.Logger, s *shard.Shard, t supervise.Task, grace time.Duration) {
 	if err := s.Lease.Err(); err != nil {
 		log.Error(fmt.Sprintf("shard %s lost: %s; sending SIGTERM to its command (SIGKILL after --grace %v)", s.ID, reason(err, ""), grace))
 	} else {
 		log.Info(fmt.Sprintf("handing shard %s over: sending SIGTERM to its command (SIGKILL after --grace %v)", s.ID, grace), slog.Any("why", context.Cause(ctx)))
 	}
-	c.signal(t, syscall.SIGTERM)
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
-	select {
-	case <-t.done():
-	case <-timer.C:
-		c.kill(t, grace)
-		<-t.done()
-	}
-	if _, how, err := t.ended(); err == nil {
+	supervise.Stop(c.log, t, nil, grace)
+	if _, how, err := t.Ended(); err == nil {
 		log.Info("shard command stopped (" + how + ")")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	_ "github.com/objlease/objlease/providers/all"
 )
 
@@ -113,7 +114,7 @@ func init() {
 		{name: "doctor", args: "[-o json] PREFIX-URL", summary: "check that a store enforces conditional writes", detail: doctorDetail, setup: (*cli).doctorCmd},
 		{name: "bench", args: "[flags] PREFIX-URL", summary: "measure latency, cost, contention and failover on a store", detail: benchDetail, setup: (*cli).benchCmd},
 		{name: benchHolderCmd, hidden: true, setup: (*cli).benchHolderCmd},
-		{name: superviseCmd, hidden: true, setup: (*cli).superviseCmd},
+		{name: supervise.Command, hidden: true, setup: (*cli).superviseCmd},
 		{name: "completion", args: "bash|zsh|fish", summary: "print a shell completion script", detail: completionDetail, setup: (*cli).completionCmd, subcommands: []string{"bash", "zsh", "fish"}},
 		{name: "help", args: "[COMMAND|exit-codes|man]", summary: "show this help, or a command's", detail: helpDetail, setup: (*cli).helpCmd},
 		{name: "version", args: "[-o json]", summary: "print the version", detail: versionDetail, setup: (*cli).versionCmd},

@@ -13,9 +13,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/semaphore"
 	"github.com/objlease/objlease/objlease/tick"
@@ -238,13 +238,11 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := lf.options(c.log)
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	sess, opts, err := c.session(store, lf)
 	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
-	opts.Clock = nil
 	sem, err := semaphore.New(sess, prefix, n, opts)
 	if err != nil {
 		store.Close()
@@ -296,10 +294,10 @@ func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace tim
 		return startErr("run", url, argv[0], err)
 	}
 	// Nothing releases the lease before the command exits.
-	lost := c.tend(t, c.signals, l.Done(), func() {
+	lost := supervise.Tend(c.log, t, c.signals, l.Done(), func() {
 		c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", reason(l.Err(), url), grace))
 	}, grace)
-	status, how, err := t.ended()
+	status, how, err := t.Ended()
 	if err != nil {
 		c.release(l)
 		return startErr("run", url, argv[0], err)
@@ -334,44 +332,16 @@ func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace tim
 // startHolding starts argv, in a process group of its own (on Linux under
 // a supervisor), with the lease l and url in its environment
 // (OBJLEASE_TOKEN, OBJLEASE_HOLDER, OBJLEASE_URL) and env added.
-func (c *cli) startHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, env ...string) (task, error) {
+func (c *cli) startHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, env ...string) (supervise.Task, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
 	cmd.Env = append(leaseEnv(url, l), env...)
-	t, err := startCommand(cmd, grace, l)
+	t, err := supervise.Start(cmd, supervise.Options{Grace: grace, TTY: true, Lease: l, Args: supervisorArgs()})
 	if err != nil {
 		return nil, err
 	}
-	c.log.Debug("command started", slog.Int("pid", t.pid()), slog.Uint64("token", l.Token()))
+	c.log.Debug("command started", slog.Int("pid", t.Pid()), slog.Uint64("token", l.Token()))
 	return t, nil
-}
-
-// tend waits until the command t has exited, passing every signal
-// from signals on to its process group. Once stop is closed it calls
-// stopping (which says why), sends the command SIGTERM, and SIGKILL after
-// grace. It reports whether stop closed before the command exited.
-func (c *cli) tend(t task, signals <-chan os.Signal, stop <-chan struct{}, stopping func(), grace time.Duration) bool {
-	stopped := false
-	var kill <-chan time.Time
-	for {
-		select {
-		case <-t.done():
-			return stopped
-		case s := <-signals:
-			c.log.Debug("passing signal on to the command", slog.String("signal", s.String()))
-			c.signal(t, s)
-		case <-stop:
-			stop, stopped = nil, true
-			stopping()
-			c.signal(t, syscall.SIGTERM)
-			timer := time.NewTimer(grace)
-			defer timer.Stop()
-			kill = timer.C
-		case <-kill:
-			kill = nil
-			c.kill(t, grace)
-		}
-	}
 }
 
 // leaseEnv is the environment of a command run under l: this process's,
@@ -381,14 +351,6 @@ func leaseEnv(url string, l *objlease.Lease) []string {
 		"OBJLEASE_TOKEN="+strconv.FormatUint(l.Token(), 10),
 		"OBJLEASE_HOLDER="+l.Holder(),
 		"OBJLEASE_URL="+storeURL(url))
-}
-
-// kill kills t, still running --grace after it was sent SIGTERM.
-func (c *cli) kill(t task, grace time.Duration) {
-	c.log.Error(fmt.Sprintf("command still running after --grace %v; sending SIGKILL", grace))
-	if err := t.kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		c.log.Warn("cannot kill the command", slog.Any("err", err))
-	}
 }
 
 // shellMeta are the characters that make one argument a shell command
@@ -462,75 +424,6 @@ func notFoundHint(argv0 string) string {
 	return abs + " exists, but what it needs to run (its interpreter or loader) does not"
 }
 
-// task is a command run started and waits for.
-type task interface {
-	pid() int
-	// done is closed once the command has exited (on Linux: once
-	// everything it started has).
-	done() <-chan struct{}
-	// signal passes sig on to the command's process group.
-	signal(sig os.Signal) error
-	// kill kills the command, at once (on Linux: all it started too).
-	kill() error
-	// ended says, once done is closed, how the command ended: the shell's
-	// status and a description, or why it could not be started.
-	ended() (status int, how string, err error)
-}
-
-// direct is a command run started itself, in a process group of its own.
-type direct struct {
-	cmd      *exec.Cmd
-	exited   <-chan struct{}
-	giveBack func()
-}
-
-// startDirect starts cmd in a process group of its own, given the
-// terminal if run has it and tty is set.
-func startDirect(cmd *exec.Cmd, tty bool) (task, error) {
-	giveBack := startInGroup(cmd, tty)
-	exited, err := spawn(cmd)
-	if err != nil {
-		giveBack() // the child may have taken it before exec failed
-		return nil, err
-	}
-	return &direct{cmd: cmd, exited: exited, giveBack: giveBack}, nil
-}
-
-func (d *direct) pid() int                   { return d.cmd.Process.Pid }
-func (d *direct) done() <-chan struct{}      { return d.exited }
-func (d *direct) signal(sig os.Signal) error { return signalGroup(d.cmd, sig) }
-func (d *direct) kill() error                { return signalGroup(d.cmd, syscall.SIGKILL) }
-
-func (d *direct) ended() (int, string, error) {
-	d.giveBack()
-	return exitStatusOf(d.cmd.ProcessState), d.cmd.ProcessState.String(), nil
-}
-
-// spawn starts cmd and waits for it on one goroutine locked to its OS
-// thread, and returns a channel closed once it has exited. On Linux the
-// command gets SIGKILL when the thread that forked it exits (Pdeathsig):
-// locked, that thread is not one the runtime may retire while the command
-// runs, so it lives until the command has exited, or dies with this process.
-func spawn(cmd *exec.Cmd) (<-chan struct{}, error) {
-	started := make(chan error, 1)
-	exited := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		_ = cmd.Wait() // the status is read from cmd.ProcessState
-		close(exited)
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return exited, nil
-}
-
 // release releases l, giving the store up to the lease's TTL: past that
 // the lease has expired anyway.
 func (c *cli) release(l *objlease.Lease) error {
@@ -544,19 +437,4 @@ func (c *cli) release(l *objlease.Lease) error {
 		c.log.Warn("lease not released; it expires after its TTL", slog.Any("err", err))
 	}
 	return err
-}
-
-// signal sends sig to the command's process group.
-func (c *cli) signal(t task, sig os.Signal) {
-	if err := t.signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		c.log.Warn("cannot signal the command", slog.String("signal", sig.String()), slog.Any("err", err))
-	}
-}
-
-// exitStatusOf is the shell's view of how a process ended.
-func exitStatusOf(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }

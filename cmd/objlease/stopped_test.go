@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/shard"
 	"github.com/objlease/objlease/providers/mem"
@@ -77,12 +78,12 @@ func TestSupervisorRefusesAnExpiredLease(t *testing.T) {
 	asObjlease(t)
 	marker := filepath.Join(t.TempDir(), "ran")
 	cmd := exec.Command("/bin/sh", "-c", "touch "+marker)
-	tk, err := startTask(cmd, time.Second, false, ended)
+	tk, err := supervise.Start(cmd, supervise.Options{Grace: time.Second, Lease: ended})
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-tk.done()
-	_, _, err = tk.ended()
+	<-tk.Done()
+	_, _, err = tk.Ended()
 	if err == nil || !strings.Contains(err.Error(), "validity ended") {
 		t.Fatalf("ended: %v, want the lease's validity ended", err)
 	}

@@ -3,6 +3,7 @@
 package sim
 
 import (
+	"flag"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -14,6 +15,9 @@ import (
 
 	"github.com/objlease/objlease/internal/safeguards"
 )
+
+// flagKeepOn is registered only where the test it changes is built.
+var flagKeepOn = flag.Bool("sim.keepon", false, "TestCheckerFindsViolations (-tags objlease_unsafe) leaves every safeguard on: what it finds then is a fault of the tree")
 
 // safeguardSwitch returns the switch of internal/safeguards named name, or
 // nil.
@@ -186,4 +190,19 @@ func TestEverySwitchHasARow(t *testing.T) {
 			t.Errorf("switch %s: no row of TestCheckerFindsViolations turns it off", name)
 		}
 	}
+}
+
+// pending reports whether a gate still waits for the fix of the named
+// safeguard switch.
+func pending(name string) bool {
+	return slices.ContainsFunc(gates, func(g gate) bool { return strings.Contains(g.fault, "("+name+")") })
+}
+
+// shardRow is the shape of the safeguard table's shard rows: the group,
+// with few lease clients beside it.
+func shardRow(c *config) {
+	groupShape(c)
+	c.workers = max(c.workers, 3)
+	c.shards = max(c.shards, 2)
+	c.clients = 3
 }

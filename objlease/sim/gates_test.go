@@ -3,7 +3,6 @@ package sim
 import (
 	"flag"
 	"slices"
-	"strings"
 )
 
 var flagStrict = flag.Bool("sim.strict", false, "excuse nothing: report every violation, gated ones included")
@@ -38,10 +37,4 @@ func excused(cfg config, vs []violation) (left []violation, by []string) {
 		}
 	}
 	return left, by
-}
-
-// pending reports whether a gate still waits for the fix of the named
-// safeguard switch.
-func pending(name string) bool {
-	return slices.ContainsFunc(gates, func(g gate) bool { return strings.Contains(g.fault, "("+name+")") })
 }

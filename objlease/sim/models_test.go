@@ -427,7 +427,6 @@ func (s *subStore) unwrap(err error) error {
 // wallClock is one machine's wall clock: real time plus an offset that
 // steps now and then, as when NTP corrects it or an operator sets it.
 type wallClock struct {
-	mu    sync.Mutex
 	rnd   *rand.Rand
 	base  time.Time // real time at which steps[0] starts
 	steps []wallStep

@@ -342,15 +342,6 @@ func newFaults(cfg config, root driver.Driver, r *rand.Rand) ([]*faulty.Driver, 
 	return []*faulty.Driver{outer, inner}, nil
 }
 
-// shardRow is the shape of the safeguard table's shard rows: the group,
-// with few lease clients beside it.
-func shardRow(c *config) {
-	groupShape(c)
-	c.workers = max(c.workers, 3)
-	c.shards = max(c.shards, 2)
-	c.clients = 3
-}
-
 // The shard checks can fail: a history in which a shard's output accepts
 // a lower token after a higher one, and one in which a second worker's
 // Work starts before the first's ended, are both reported; the same

@@ -19,13 +19,12 @@ import (
 )
 
 var (
-	flagLong   = flag.Bool("sim.long", false, "run TestSimulationLong: a million operations and more")
-	flagFrom   = flag.Uint64("sim.from", 1, "first seed")
-	flagSeeds  = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 5000 for TestSimulationLong)")
-	flagOff    = flag.String("sim.off", "", "turn one safeguard off: Fencing, or (with -tags objlease_unsafe) a switch of internal/safeguards (DriftMargin, KeepRecordOnRelease, NonceCheck, UniqueNonces, OwnWriteCheck, ForceWaits, UniqueTombstones, CallbackBeforeRelease, PathLock)")
-	flagV      = flag.Bool("sim.v", false, "print every run's trace")
-	flagKeepOn = flag.Bool("sim.keepon", false, "TestCheckerFindsViolations (-tags objlease_unsafe) leaves every safeguard on: what it finds then is a fault of the tree")
-	flagModel  = flag.String("sim.model", "", "run only the seeds whose store model is this one (mem, s3, gcs, azure, file)")
+	flagLong  = flag.Bool("sim.long", false, "run TestSimulationLong: a million operations and more")
+	flagFrom  = flag.Uint64("sim.from", 1, "first seed")
+	flagSeeds = flag.Int("sim.seeds", 0, "number of seeds (default: 150 for TestSimulation, 5000 for TestSimulationLong)")
+	flagOff   = flag.String("sim.off", "", "turn one safeguard off: Fencing, or (with -tags objlease_unsafe) a switch of internal/safeguards (DriftMargin, KeepRecordOnRelease, NonceCheck, UniqueNonces, OwnWriteCheck, ForceWaits, UniqueTombstones, CallbackBeforeRelease, PathLock)")
+	flagV     = flag.Bool("sim.v", false, "print every run's trace")
+	flagModel = flag.String("sim.model", "", "run only the seeds whose store model is this one (mem, s3, gcs, azure, file)")
 )
 
 // result is what one run produced.

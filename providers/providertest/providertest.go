@@ -667,7 +667,7 @@ func (s *suite) testTimestamps(t *testing.T) {
 			t.Logf("%s: not reported", what)
 			return
 		}
-		skew := ts.Sub(time.Now())
+		skew := time.Until(ts)
 		t.Logf("%s: %s (%v from local clock)", what, ts.Format(time.RFC3339Nano), skew.Round(time.Microsecond))
 		if skew > sane || skew < -sane {
 			t.Errorf("%s of %q: %v is more than %v from the local clock", what, key, ts, sane)

@@ -1,11 +1,11 @@
-package main
+package supervise
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -20,7 +20,8 @@ import (
 	"github.com/objlease/objlease/objlease"
 )
 
-// On Linux, run does not start COMMAND itself but a supervisor: this
+// Supported reports whether this platform has the supervisor: on Linux,
+// run does not start COMMAND itself but a supervisor: this
 // binary again, as the hidden command _supervise, which starts COMMAND in
 // a process group of its own and stays its parent until every process
 // COMMAND started has exited. The supervisor
@@ -54,7 +55,7 @@ import (
 // COMMAND's: a signal sent to run's group (a Ctrl-C when run does not hold
 // the terminal) reaches COMMAND once, passed on by run, not a second time
 // through the supervisor.
-const superviseCmd = "_supervise"
+const Supported = true
 
 // killTreeSignal is the supervisor's order to kill the whole tree at once:
 // its parent-death signal, and what run sends after --grace.
@@ -67,17 +68,11 @@ type supervised struct {
 	exited <-chan struct{}
 }
 
-// startCommand starts cmd (with its Path, Args, Env and standard files
-// set) under a supervisor, which stops it once l's validity ends unless
-// renewals move that end. A command that cannot be started is found out
-// before it, or reported by it once it has exited.
-func startCommand(cmd *exec.Cmd, grace time.Duration, l validity) (task, error) {
-	return startTask(cmd, grace, true, l)
-}
-
-// startTask is startCommand; with tty false the command is never given
-// the terminal (group join runs several at once, none in the foreground).
-func startTask(cmd *exec.Cmd, grace time.Duration, tty bool, l validity) (task, error) {
+// start starts cmd under a supervisor, which stops it once o.Lease's
+// validity ends unless renewals move that end; with o.TTY false the
+// command is never given the terminal (group join runs several at once,
+// none in the foreground).
+func start(cmd *exec.Cmd, o Options) (Task, error) {
 	if cmd.Err != nil {
 		return nil, cmd.Err // not found on $PATH
 	}
@@ -87,12 +82,10 @@ func startTask(cmd *exec.Cmd, grace time.Duration, tty bool, l validity) (task, 
 	}
 	defer dr.Close()
 	// The first deadline is in the pipe before the supervisor starts.
-	told := tellDeadline(dw, l, 0)
-	args := []string{os.Args[0], superviseCmd, "--grace", grace.String(), "--parent", strconv.Itoa(os.Getpid())}
-	if logFormatArg != "" {
-		args = append(args, logFormatArg)
-	}
-	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); tty && err == nil && fg == syscall.Getpgrp() {
+	told := tellDeadline(dw, o.Lease, 0)
+	args := []string{os.Args[0], Command, "--grace", o.Grace.String(), "--parent", strconv.Itoa(os.Getpid())}
+	args = append(args, o.Args...)
+	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); o.TTY && err == nil && fg == syscall.Getpgrp() {
 		args = append(args, "--tty", strconv.Itoa(fg))
 	}
 	r, w, err := os.Pipe()
@@ -123,14 +116,8 @@ func startTask(cmd *exec.Cmd, grace time.Duration, tty bool, l validity) (task, 
 		dw.Close()
 		return nil, err
 	}
-	go tellDeadlines(dw, l, told, exited)
+	go tellDeadlines(dw, o.Lease, told, exited)
 	return &supervised{sup: sup, status: r, exited: exited}, nil
-}
-
-// validity is what the supervisor needs of a lease: *objlease.Lease.
-type validity interface {
-	ValidFor() time.Duration
-	Done() <-chan struct{}
 }
 
 // deadlinePoll is how often run reads its lease's validity to tell the
@@ -142,7 +129,7 @@ const deadlinePoll = 100 * time.Millisecond
 // tellDeadline writes l's validity end to w if it is later than told (a
 // CLOCK_BOOTTIME reading, read before ValidFor, so that the end told is
 // never later than the true one), and returns the end told.
-func tellDeadline(w *os.File, l validity, told time.Duration) time.Duration {
+func tellDeadline(w *os.File, l Validity, told time.Duration) time.Duration {
 	now := bootNow()
 	end := now + max(l.ValidFor(), 0)
 	if end > told {
@@ -156,7 +143,7 @@ func tellDeadline(w *os.File, l validity, told time.Duration) time.Duration {
 
 // tellDeadlines tells the supervisor each later end of l's validity until
 // l ends (the last end told stands) or the supervisor exits.
-func tellDeadlines(w *os.File, l validity, told time.Duration, exited <-chan struct{}) {
+func tellDeadlines(w *os.File, l Validity, told time.Duration, exited <-chan struct{}) {
 	defer w.Close()
 	tick := time.NewTicker(deadlinePoll)
 	defer tick.Stop()
@@ -181,13 +168,13 @@ func bootNow() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-func (s *supervised) pid() int                   { return s.sup.Process.Pid }
-func (s *supervised) done() <-chan struct{}      { return s.exited }
-func (s *supervised) signal(sig os.Signal) error { return s.sup.Process.Signal(sig) }
-func (s *supervised) kill() error                { return s.sup.Process.Signal(killTreeSignal) }
+func (s *supervised) Pid() int                   { return s.sup.Process.Pid }
+func (s *supervised) Done() <-chan struct{}      { return s.exited }
+func (s *supervised) Signal(sig os.Signal) error { return s.sup.Process.Signal(sig) }
+func (s *supervised) Kill() error                { return s.sup.Process.Signal(killTreeSignal) }
 
-// ended reads the supervisor's report once it has exited.
-func (s *supervised) ended() (int, string, error) {
+// Ended reads the supervisor's report once it has exited.
+func (s *supervised) Ended() (int, string, error) {
 	defer s.status.Close()
 	line, _ := bufio.NewReader(s.status).ReadString('\n')
 	word, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
@@ -198,15 +185,15 @@ func (s *supervised) ended() (int, string, error) {
 			return waitStatusCode(ws), describeWait(ws), nil
 		}
 	case "notfound":
-		return 0, "", fmt.Errorf("%w (%s)", errNotFound, rest)
+		return 0, "", fmt.Errorf("%w (%s)", ErrNotFound, rest)
 	case "cannotstart":
-		return 0, "", fmt.Errorf("%w (%s)", errCannotStart, rest)
+		return 0, "", fmt.Errorf("%w (%s)", ErrCannotStart, rest)
 	case "expired":
 		return 0, "", fmt.Errorf("%w: %s", objlease.ErrLeaseLost, rest)
 	}
 	// The supervisor died before it could report (it was killed).
 	ps := s.sup.ProcessState
-	return exitStatusOf(ps), "supervisor " + ps.String(), nil
+	return exitStatus(ps), "supervisor " + ps.String(), nil
 }
 
 // waitStatusCode is the shell's view of a wait status.
@@ -229,34 +216,19 @@ func describeWait(ws syscall.WaitStatus) string {
 	return "exit status " + strconv.Itoa(ws.ExitStatus())
 }
 
-func (c *cli) superviseCmd(fs *flagSet) action {
-	grace := fs.Duration("grace", 10*time.Second, "how long what COMMAND left running has between SIGTERM and SIGKILL")
-	parent := fs.Int("parent", 0, "pid of the run that started this supervisor")
-	tty := fs.Int("tty", 0, "process group to give the terminal back to; 0: the terminal is not run's")
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) < 2 {
-			return usagef("%s is run's own helper: %s --parent PID -- PATH ARGV...", superviseCmd, superviseCmd)
-		}
-		report, deadlines := os.NewFile(3, "status"), os.NewFile(4, "deadlines")
-		if report == nil || deadlines == nil {
-			return usagef("%s is run's own helper: it reports on file descriptor 3 and reads deadlines on 4", superviseCmd)
-		}
-		syscall.CloseOnExec(3)
-		syscall.CloseOnExec(4)
-		os.Exit(c.supervise(report, deadlines, *grace, *parent, *tty, pos[0], pos[1:]))
-		return nil
-	}
-}
-
-// supervise runs path with argv as described at superviseCmd, and returns
-// the supervisor's exit code.
-func (c *cli) supervise(report, deadlines *os.File, grace time.Duration, parent, tty int, path string, argv []string) int {
+// Serve is the supervisor, the hidden command [Command]: it runs path with
+// argv as described at [Supported], reports on report (its file descriptor
+// 3) and reads deadlines on deadlines (4), passes on the signals from
+// signals, and returns its exit code. parent is the pid of the process
+// that started it; tty, if not 0, the process group to give the terminal
+// back to.
+func Serve(log *slog.Logger, signals <-chan os.Signal, report, deadlines *os.File, grace time.Duration, parent, tty int, path string, argv []string) int {
 	// The command's parent-death signal fires when this thread exits.
 	runtime.LockOSThread()
 	killNow := make(chan os.Signal, 1)
 	signal.Notify(killNow, killTreeSignal)
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		c.log.Warn("cannot become a child subreaper: processes the command starts may outlive it", "err", err)
+		log.Warn("cannot become a child subreaper: processes the command starts may outlive it", "err", err)
 	}
 	if os.Getppid() != parent {
 		return 1 // run died before this supervisor could start the command
@@ -269,7 +241,7 @@ func (c *cli) supervise(report, deadlines *os.File, grace time.Duration, parent,
 	}
 	alarm, err := newBootAlarm()
 	if err != nil {
-		c.log.Warn("no CLOCK_BOOTTIME timer: the validity end is checked every second", "err", err)
+		log.Warn("no CLOCK_BOOTTIME timer: the validity end is checked every second", "err", err)
 	}
 	alarm.set(end)
 	defer alarm.close()
@@ -321,7 +293,7 @@ func (c *cli) supervise(report, deadlines *os.File, grace time.Duration, parent,
 	var graceOver <-chan time.Time
 	for {
 		select {
-		case s := <-c.signals:
+		case s := <-signals:
 			// Once the tree is being stopped, run's own SIGTERM for the
 			// same lost lease is not passed on a second time.
 			if sig, ok := s.(syscall.Signal); ok && (level == 0 || sig != syscall.SIGTERM) {

@@ -1,6 +1,6 @@
-//go:build unix
+//go:build unix && !linux
 
-package main
+package supervise
 
 import (
 	"errors"
@@ -13,13 +13,14 @@ import (
 )
 
 // startInGroup makes cmd start in a process group of its own, so that
-// signals reach whatever it starts too (a shell script's children). If tty
+// signals reach whatever it starts too (a shell script's children). Only
+// Linux kills a child when its parent dies: a command whose run was
+// SIGKILLed keeps running. If tty
 // is set and run holds the terminal, the group gets it, so that the command
 // can read from it; the returned function takes it back once the command
 // has exited.
 func startInGroup(cmd *exec.Cmd, tty bool) (giveBack func()) {
 	attr := &syscall.SysProcAttr{Setpgid: true}
-	setDeathSignal(attr)
 	giveBack = func() {}
 	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); tty && err == nil && fg == syscall.Getpgrp() {
 		attr.Foreground, attr.Ctty = true, 0 // Ctty is the child's fd 0, its stdin
