@@ -2,6 +2,8 @@ package azurestore
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -125,6 +127,7 @@ func openURL(u *url.URL, opts *container.ClientOptions) (*providers.Bucket, stri
 	if err != nil {
 		return nil, "", err
 	}
+	opts = withTLSCheck(opts)
 	account, endpoint := loc.account, loc.endpoint
 	if account == "" && endpoint == "" {
 		if cs := os.Getenv(EnvConnectionString); cs != "" {
@@ -168,3 +171,38 @@ func (t tagCredential) GetToken(ctx context.Context, o policy.TokenRequestOption
 	}
 	return tok, err
 }
+
+// withTLSCheck returns a copy of opts whose transport marks an answer
+// without TLS to an https:// endpoint (most often a plain HTTP one) as not
+// worth retrying: the SDK would otherwise retry it for seconds before the
+// caller could say what is wrong with the URL.
+func withTLSCheck(opts *container.ClientOptions) *container.ClientOptions {
+	o := container.ClientOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	t := o.Transport
+	if t == nil {
+		t = &http.Client{Transport: http.DefaultTransport}
+	}
+	o.Transport = tlsCheck{t}
+	return &o
+}
+
+type tlsCheck struct{ policy.Transporter }
+
+func (t tlsCheck) Do(r *http.Request) (*http.Response, error) {
+	resp, err := t.Transporter.Do(r)
+	var rec tls.RecordHeaderError
+	if err != nil && (errors.Is(err, http.ErrSchemeMismatch) || errors.As(err, &rec)) {
+		return resp, notTLS{err}
+	}
+	return resp, err
+}
+
+// notTLS is an answer without TLS; the SDK's retry policy leaves an error
+// with a NonRetriable method alone.
+type notTLS struct{ error }
+
+func (e notTLS) Unwrap() error { return e.error }
+func (notTLS) NonRetriable()   {}

@@ -3,11 +3,17 @@ package azurestore
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/objlease/objlease/providers"
@@ -159,5 +165,33 @@ func TestOpenWithTransport(t *testing.T) {
 	defer s.Close()
 	if !wrapped {
 		t.Error("the opener did not call OpenOptions.Transport")
+	}
+}
+
+// An https:// endpoint that answers without TLS (a plain HTTP port) is the
+// URL's mistake: one attempt, not the SDK's retries for seconds before the
+// caller can say so (Azurite took 9 to 14 s, past the command's timeout).
+func TestPlainHTTPAtHTTPSEndpointIsNotRetried(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	t.Setenv(EnvConnectionString, strings.NewReplacer("http://127.0.0.1:10000", strings.Replace(srv.URL, "http://", "https://", 1), "=http;", "=https;").Replace(devConnStr))
+	opts := &container.ClientOptions{ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{RetryDelay: time.Millisecond}}}
+	s, key, err := OpenURL(context.Background(), "azblob://leases/a", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Get(context.Background(), key, 1<<10)
+	if !errors.Is(err, providers.ErrWrongEndpoint) || !strings.Contains(err.Error(), "does not speak TLS") {
+		t.Fatalf("Get at an https:// endpoint that speaks plain HTTP: %v, want ErrWrongEndpoint (it does not speak TLS)", err)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections, want 1: an answer without TLS is not retried", n)
 	}
 }
