@@ -590,7 +590,7 @@ func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string) 
 			// conditional operation is in progress"): give it the time to
 			// land, so that the next attempt finds it rather than racing
 			// it again.
-			if err := sleepCtx(ctx, c.jitter(conflictWait<<(attempt-1))); err != nil {
+			if err := sleep(ctx, goTimers, c.jitter(conflictWait<<(attempt-1))); err != nil {
 				return res, uncertain, err
 			}
 		}
@@ -631,12 +631,8 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 			// refused credentials stay so.
 			return providers.WriteResult{}, false, fmt.Errorf("lease %q: %w: %w; re-reading: %w", c.key, ErrAmbiguous, cause, err)
 		}
-		t := c.opts.Clock.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if sleep(ctx, c.opts.Clock, backoff) != nil {
 			return providers.WriteResult{}, false, fmt.Errorf("lease %q: %w: %w", c.key, ErrAmbiguous, cause)
-		case <-t.C():
 		}
 		backoff = min(2*backoff, time.Second)
 	}
@@ -881,12 +877,5 @@ func (c *Client) Options() Options { return c.opts }
 
 // wait blocks for d on the client's clock, or until ctx ends.
 func (c *Client) wait(ctx context.Context, d time.Duration) error {
-	t := c.opts.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C():
-		return nil
-	}
+	return sleep(ctx, c.opts.Clock, d)
 }
