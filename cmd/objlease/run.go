@@ -244,7 +244,6 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 		store.Close()
 		return nil, nil, err
 	}
-	opts.Clock = nil
 	sem, err := semaphore.New(sess, prefix, n, opts)
 	if err != nil {
 		store.Close()
