@@ -20,9 +20,15 @@ import (
 // Run's context) and campaigns again.
 func (p *proc) campaign() {
 	w := p.w
-	c := p.clients[w.cfg.leases]
+	k := w.cfg.leases
+	sess, err := objlease.NewSession(p.store, objlease.SessionOptions{Clock: p.clock.lib})
+	if err != nil {
+		panic(err)
+	}
 	for w.now() < w.cfg.duration {
-		e, err := election.New(election.Config{Client: c, OnStartedLeading: p.lead})
+		opts := p.opts[k]
+		opts.Rand = rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))
+		e, err := election.New(sess, leaseKey(k), opts, election.Config{OnStartedLeading: p.lead})
 		if err != nil {
 			panic(err)
 		}
