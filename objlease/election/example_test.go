@@ -42,34 +42,3 @@ func ExampleRunOnce() {
 	// instance-a leads with token 1
 	// instance-b: already running on instance-a
 }
-
-// A long-running service campaigns through its session: the callback runs
-// while it leads, and Run returns once the service resigns.
-func ExampleNew() {
-	ctx := context.Background()
-	bucket := mem.New() // in production: providers.Open(ctx, "s3://bucket/leaders/")
-	sess, err := objlease.NewSession(bucket, objlease.SessionOptions{})
-	if err != nil {
-		panic(err)
-	}
-	defer sess.Close(ctx)
-
-	var e *election.Elector
-	e, err = election.New(sess, "leaders/scheduler", objlease.Options{TTL: 10 * time.Second, Holder: "node-1"}, election.Config{
-		OnStartedLeading: func(ctx context.Context, l *objlease.Lease) {
-			fmt.Println("node-1 leads with token", l.Token())
-			e.Resign() // step down at once, for the example
-			<-ctx.Done()
-		},
-		OnStoppedLeading: func() { fmt.Println("node-1 stepped down") },
-	})
-	if err != nil {
-		panic(err)
-	}
-	if err := e.Run(ctx); err != nil {
-		panic(err)
-	}
-	// Output:
-	// node-1 leads with token 1
-	// node-1 stepped down
-}
