@@ -83,8 +83,7 @@ var waiters = []aWaiter{
 		return done
 	}},
 	{"election.Run", []string{"jobs/nightly"}, func(t *testing.T, ctx context.Context, store providers.Store, clk *clock.Fake) <-chan error {
-		opts := leaseClient(t, store, clk).Options()
-		e, err := election.New(newSession(t, store, clk), "jobs/nightly", opts, election.Config{OnStartedLeading: func(context.Context, *objlease.Lease) {}})
+		e, err := election.New(election.Config{Client: leaseClient(t, store, clk), OnStartedLeading: func(context.Context, *objlease.Lease) {}})
 		if err != nil {
 			t.Fatal(err)
 		}

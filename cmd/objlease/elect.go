@@ -158,21 +158,17 @@ func (c *cli) electCmd(fs *flagSet) action {
 		if *listen && opts.Holder == "" {
 			opts.Holder = "objlease-listen" // never written
 		}
-		if *listen {
-			cl, err := objlease.New(store, key, opts)
-			if err != nil {
-				return opErr("elect", url, err)
-			}
-			return opErr("elect", url, c.listenLeader(ctx, cl, *asJSON))
-		}
-		sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+		cl, err := objlease.New(store, key, opts)
 		if err != nil {
 			return opErr("elect", url, err)
 		}
-		if argv == nil {
-			return c.electHold(ctx, sess, key, opts, url, *asJSON)
+		switch {
+		case *listen:
+			return opErr("elect", url, c.listenLeader(ctx, cl, *asJSON))
+		case argv == nil:
+			return c.electHold(ctx, cl, url, *asJSON)
 		}
-		return c.electRun(ctx, sess, key, opts, url, argv, *grace, *value)
+		return c.electRun(ctx, cl, url, argv, *grace, *value)
 	}
 }
 
@@ -191,7 +187,7 @@ func (c *cli) sayLeader(l election.Leader) {
 
 // electHold campaigns until signalled, printing a line each time this
 // process is elected and each time it loses the leadership.
-func (c *cli) electHold(ctx context.Context, sess *objlease.Session, key string, opts objlease.Options, url string, asJSON bool) error {
+func (c *cli) electHold(ctx context.Context, cl *objlease.Client, url string, asJSON bool) error {
 	var mu sync.Mutex
 	var resigned bool // signalled while leading
 	var printErr error
@@ -214,7 +210,8 @@ func (c *cli) electHold(ctx context.Context, sess *objlease.Session, key string,
 			stop(err)
 		}
 	}
-	e, err := election.New(sess, key, opts, election.Config{
+	e, err := election.New(election.Config{
+		Client: cl,
 		OnStartedLeading: func(lctx context.Context, l *objlease.Lease) {
 			c.probe.set(func(p *probe) { p.lease = l })
 			say("elected", l)
@@ -263,7 +260,7 @@ func (ev electEvent) text() string {
 
 // electRun campaigns and runs argv in each term of leadership, until argv
 // exits by itself or a signal ends the campaign.
-func (c *cli) electRun(ctx context.Context, sess *objlease.Session, key string, opts objlease.Options, url string, argv []string, grace time.Duration, value string) error {
+func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, argv []string, grace time.Duration, value string) error {
 	// Signals are elect's to route, not a reason to stop campaigning:
 	// while a command runs they go to it, else they end the campaign.
 	ectx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -297,7 +294,8 @@ func (c *cli) electRun(ctx context.Context, sess *objlease.Session, key string, 
 		stop(errElectDone)
 	}
 	env := []string{"OBJLEASE_LEADER_VALUE=" + value}
-	e, err := election.New(sess, key, opts, election.Config{
+	e, err := election.New(election.Config{
+		Client: cl,
 		OnStartedLeading: func(lctx context.Context, l *objlease.Lease) {
 			c.probe.set(func(p *probe) { p.lease = l })
 			if lctx.Err() != nil {

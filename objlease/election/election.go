@@ -38,8 +38,11 @@ type Leader struct {
 	Self   bool   // this process is the leader
 }
 
-// Config holds an Elector's callbacks.
+// Config configures an Elector.
 type Config struct {
+	// Client campaigns for its lease. Its Options set the timings (TTL,
+	// renew and poll intervals) and Data, which observers see.
+	Client *objlease.Client
 	// OnStartedLeading runs in its own goroutine when this process becomes
 	// leader. ctx is cancelled when leadership ends or is to end; the elector
 	// waits for the callback to return before it releases the lease and
@@ -60,7 +63,6 @@ var errSteppingDown = fmt.Errorf("%w: stepping down", objlease.ErrReleased)
 // Elector campaigns for leadership.
 type Elector struct {
 	cfg    Config
-	c      *objlease.Client
 	log    *slog.Logger
 	mu     sync.Mutex
 	leader Leader
@@ -73,22 +75,15 @@ type Elector struct {
 // ErrInvalidConfig: the Config is incomplete.
 var ErrInvalidConfig = errors.New("invalid election config")
 
-// New returns an Elector that campaigns for the lease at key through sess,
-// as semaphore.New does for its slots. opts are the lease's options, as
-// for Session.Client: the timings (TTL, renew and poll intervals) and
-// Data, which observers see. It validates opts and cfg.
-func New(sess *objlease.Session, key string, opts objlease.Options, cfg Config) (*Elector, error) {
+// New validates cfg and returns an Elector.
+func New(cfg Config) (*Elector, error) {
 	switch {
-	case sess == nil:
-		return nil, fmt.Errorf("%w: nil session", ErrInvalidConfig)
+	case cfg.Client == nil:
+		return nil, fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
 	case cfg.OnStartedLeading == nil:
 		return nil, fmt.Errorf("%w: OnStartedLeading is nil", ErrInvalidConfig)
 	}
-	c, err := sess.Client(key, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Elector{cfg: cfg, c: c, log: c.Options().Logger, resign: make(chan struct{})}, nil
+	return &Elector{cfg: cfg, log: cfg.Client.Options().Logger, resign: make(chan struct{})}, nil
 }
 
 // Run campaigns until ctx ends or Resign is called. It waits for the
@@ -108,7 +103,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	c := e.c
+	c := e.cfg.Client
 	progress := func(p objlease.Progress) {
 		if h := p.Held; h != nil {
 			e.observe(Leader{Holder: h.Holder, Token: h.Token, Data: h.Data})

@@ -58,11 +58,12 @@ func (ev *events) snapshot() eventLog {
 
 func newElector(t *testing.T, store providers.Store, holder string, clk clock.Clock, ev *events) *election.Elector {
 	t.Helper()
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: clk})
+	c, err := objlease.New(store, "leader", objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, PollInterval: time.Second, Holder: holder, Clock: clk, Data: []byte("addr-" + holder)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := election.New(sess, "leader", objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, PollInterval: time.Second, Holder: holder, Data: []byte("addr-" + holder)}, election.Config{
+	e, err := election.New(election.Config{
+		Client: c,
 		OnStartedLeading: func(ctx context.Context, l *objlease.Lease) {
 			ev.mu.Lock()
 			ev.started = append(ev.started, l.Token())
@@ -216,17 +217,7 @@ func TestRunOnce(t *testing.T) {
 }
 
 func TestConfigValidated(t *testing.T) {
-	if _, err := election.New(nil, "leader", objlease.Options{}, election.Config{OnStartedLeading: func(context.Context, *objlease.Lease) {}}); !errors.Is(err, election.ErrInvalidConfig) {
+	if _, err := election.New(election.Config{}); !errors.Is(err, election.ErrInvalidConfig) {
 		t.Fatal(err)
-	}
-	sess, err := objlease.NewSession(mem.New(), objlease.SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := election.New(sess, "leader", objlease.Options{}, election.Config{}); !errors.Is(err, election.ErrInvalidConfig) {
-		t.Fatal(err)
-	}
-	if _, err := election.New(sess, "", objlease.Options{}, election.Config{OnStartedLeading: func(context.Context, *objlease.Lease) {}}); !errors.Is(err, objlease.ErrInvalidOptions) {
-		t.Fatalf("empty key: %v, want ErrInvalidOptions", err)
 	}
 }

@@ -20,15 +20,9 @@ import (
 // Run's context) and campaigns again.
 func (p *proc) campaign() {
 	w := p.w
-	k := w.cfg.leases
-	sess, err := objlease.NewSession(p.store, objlease.SessionOptions{Clock: p.clock.lib})
-	if err != nil {
-		panic(err)
-	}
+	c := p.clients[w.cfg.leases]
 	for w.now() < w.cfg.duration {
-		opts := p.opts[k]
-		opts.Rand = rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))
-		e, err := election.New(sess, leaseKey(k), opts, election.Config{OnStartedLeading: p.lead})
+		e, err := election.New(election.Config{Client: c, OnStartedLeading: p.lead})
 		if err != nil {
 			panic(err)
 		}
