@@ -20,6 +20,7 @@ import (
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/azurestore"
 	"github.com/objlease/objlease/providers/gcsstore"
+	"github.com/objlease/objlease/providers/probe"
 	"github.com/objlease/objlease/providers/s3store"
 )
 
@@ -109,7 +110,7 @@ func faultScenario(t *testing.T, target faultTarget, fault string) {
 	}
 	// Warm the emulator up first (Azurite's first writes take seconds): the
 	// scenario is about the fault, not about a cold start.
-	if _, err := objlease.Probe(ctx, target.open(t, http.DefaultTransport), "warm-up/"); err != nil {
+	if _, err := probe.Run(ctx, target.open(t, http.DefaultTransport), "warm-up/"); err != nil {
 		t.Fatal(err)
 	}
 	holder, err := objlease.New(target.open(t, holderRT), key, opts("holder"))

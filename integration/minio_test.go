@@ -30,6 +30,7 @@ import (
 	"github.com/objlease/objlease/objlease/fence/fencetest"
 	"github.com/objlease/objlease/objlease/leasetest"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/probe"
 	"github.com/objlease/objlease/providers/providertest"
 	"github.com/objlease/objlease/providers/s3store"
 )
@@ -91,7 +92,7 @@ func TestMinIOIgnoresIfMatchOnDelete(t *testing.T) {
 func TestMinIODoctor(t *testing.T) {
 	target := minioTarget(t)
 	st := target.store(t, nil)
-	r, err := objlease.Probe(t.Context(), st, target.prefix)
+	r, err := probe.Run(t.Context(), st, target.prefix)
 	if err != nil {
 		t.Fatalf("probe: %v (failures %q)", err, r.Failures)
 	}
@@ -100,7 +101,7 @@ func TestMinIODoctor(t *testing.T) {
 	}
 	for _, race := range r.Races {
 		t.Logf("race %s: winners %v, verdict %s", race.Kind, race.Winners, race.Verdict())
-		if (race.Kind == objlease.RaceCreate || race.Kind == objlease.RaceReplace) && race.Verdict() != objlease.RaceSafe {
+		if (race.Kind == probe.RaceCreate || race.Kind == probe.RaceReplace) && race.Verdict() != probe.RaceSafe {
 			t.Errorf("%s race: %s", race.Kind, race.Verdict())
 		}
 	}

@@ -16,9 +16,9 @@ import (
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/objlease/objlease/integration/emulator"
-	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/objlease/fence/fencetest"
+	"github.com/objlease/objlease/providers/probe"
 	"github.com/objlease/objlease/providers/s3store"
 )
 
@@ -64,7 +64,7 @@ func TestS3ProbeStaleDeleteReachesServer(t *testing.T) {
 	target := newS3Target(t)
 	var log deleteLog
 	store := target.store(t, &log)
-	if _, err := objlease.Probe(t.Context(), store, target.prefix); err != nil {
+	if _, err := probe.Run(t.Context(), store, target.prefix); err != nil {
 		t.Fatal(err)
 	}
 	log.mu.Lock()
@@ -85,8 +85,8 @@ func TestS3rverProbeUnsafe(t *testing.T) {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(e.AccessKey, e.SecretKey, ""),
 	})
-	r, err := objlease.Probe(t.Context(), s3store.New(client, e.Bucket), emulator.Prefix(t))
-	if !errors.Is(err, objlease.ErrStoreUnsafe) {
+	r, err := probe.Run(t.Context(), s3store.New(client, e.Bucket), emulator.Prefix(t))
+	if !errors.Is(err, probe.ErrStoreUnsafe) {
 		t.Fatalf("s3rver: %v, want ErrStoreUnsafe", err)
 	}
 	for _, check := range []string{"If-None-Match: * ignored", "If-Match ignored"} {

@@ -8,14 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/objlease/objlease/internal/entropy"
-	"github.com/objlease/objlease/internal/fencemeta"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -132,111 +129,6 @@ func (c *Client) nonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// fenced reports an object written through package fence: data guarded by
-// a token, never a lease record, whatever its bytes say.
-func (c *Client) fenced(md map[string]string) error {
-	tok, ok := md[fencemeta.TokenKey]
-	if !ok {
-		return nil
-	}
-	if _, err := strconv.ParseUint(tok, 10, 64); err != nil {
-		tok = strconv.Quote(tok)
-	}
-	what := fmt.Sprintf("a fenced data object (written through fence with token %s)", tok)
-	if md[fencemeta.TombstoneKey] == "true" {
-		what = fmt.Sprintf("a fenced tombstone (deleted through fence with token %s)", tok)
-	}
-	return &RecordError{Key: c.key, Err: ErrFencedObject, Reason: "object is " + what + ", not a lease record"}
-}
-
-// tokenBase returns the token that the next one must be above, for a write
-// over what o saw (nil or absent: nothing; a record; or, with Force, an
-// object that is not one): the highest of the record's token or the bad
-// object's readable one, the highest this client has seen at the key, and
-// the floor the options give (see floor). Over a bad object that nothing
-// gives a token for, it refuses (see tokenUnknown): objlease never sends a
-// token back.
-func (c *Client) tokenBase(ctx context.Context, o *observation) (uint64, error) {
-	if err := c.tokenUnknown(o); err != nil {
-		return 0, err
-	}
-	seen := c.highestSeen()
-	base := seen
-	if o != nil && o.rec != nil {
-		base = max(base, o.rec.Token)
-	} else if o != nil {
-		base = max(base, o.badToken) // 0 if absent
-	}
-	floor, err := c.floor(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if o != nil && o.rec == nil && !o.absent() {
-		c.log.Warn("forcing over an object that is not a valid record", slog.Uint64("recovered_token", max(base, floor)),
-			slog.Uint64("object_token", o.badToken), slog.Uint64("seen_token", seen), slog.Uint64("floor", floor))
-	}
-	return max(base, floor), nil
-}
-
-// tokenUnknown returns a *TokenError if o is an object that is not a
-// valid record (which only Force replaces) and nothing shows a token to
-// continue above: the object carries none, this client has seen none at
-// the key, and the options give no floor. It sends no request, so that a
-// forced acquire refuses at once rather than after waiting the object out.
-func (c *Client) tokenUnknown(o *observation) error {
-	if o == nil || o.absent() || o.rec != nil || o.badToken > 0 || c.highestSeen() > 0 ||
-		c.opts.MinToken != nil || len(c.opts.FencedKeys) > 0 {
-		return nil
-	}
-	why := "is not a valid lease record"
-	if o.bad != nil {
-		if errors.Is(o.bad.Err, ErrNewerSchema) {
-			why = "is a lease record of a newer schema"
-		}
-		why += " (" + o.bad.Reason + ")"
-	}
-	return &TokenError{Key: c.key, Reason: "the object at the key " + why +
-		" and shows no token, nor does anything else; replacing it could hand out again a token that a paused holder still has"}
-}
-
-// floor returns the highest token the options show: Options.MinToken and
-// the token of each of Options.FencedKeys (one Stat each). A named key
-// that shows no token is an error: it was named as evidence.
-func (c *Client) floor(ctx context.Context) (uint64, error) {
-	var f uint64
-	if c.opts.MinToken != nil {
-		f = *c.opts.MinToken
-	}
-	for _, k := range c.opts.FencedKeys {
-		a, err := c.store.Stat(ctx, k)
-		if errors.Is(err, providers.ErrNotFound) {
-			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the fenced object %q named as evidence does not exist", k)}
-		}
-		if err != nil {
-			return 0, fmt.Errorf("lease %q: reading the token of fenced object %q: %w", c.key, k, err)
-		}
-		s, ok := a.Metadata[fencemeta.TokenKey]
-		if !ok {
-			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the object %q named as a fenced object carries no %s metadata: it was not written through fence", k, fencemeta.TokenKey)}
-		}
-		t, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the fenced object %q has metadata %s=%q, which is not a token", k, fencemeta.TokenKey, s)}
-		}
-		f = max(f, t)
-	}
-	return f, nil
-}
-
-// nextToken returns the token after t, refusing to wrap around to 0.
-func (c *Client) nextToken(t uint64) (uint64, error) {
-	if t == math.MaxUint64 {
-		return 0, fmt.Errorf("lease %q: %w: token %d is the largest a token can be; the next one would wrap around to 0, which fenced resources would take for a stale holder's",
-			c.key, ErrTokenExhausted, t)
-	}
-	return t + 1, nil
-}
-
 // jitter returns d scaled by a random factor in [0.8, 1.0): contenders
 // spread out, and none waits longer than d, which bounds failover by
 // TTL × (1 + drift) + PollInterval.
@@ -331,90 +223,6 @@ func (c *Client) sawBad(version string, attrs providers.Attrs, data []byte, err 
 	}
 	o.badToken, o.badHolder = v.Token, v.Holder
 	return o
-}
-
-// observedWait is how much longer, from now, a version first seen at since
-// must be seen unchanged before a writer promising ttl can have stopped
-// relying on it.
-func (c *Client) observedWait(ttl time.Duration, since, now time.Time) time.Duration {
-	if !driftMargin() {
-		return ttl - now.Sub(since)
-	}
-	return time.Duration(float64(ttl)*(1+c.opts.DriftBound)) - now.Sub(since)
-}
-
-// forceWait is how much longer Force must see the bad object of o unchanged
-// before it replaces it: it may be the record of a live holder (a newer
-// objlease's, or one whose token was rewritten), which must keep its time.
-func (c *Client) forceWait(o *observation, now time.Time) time.Duration {
-	if !forceWaits() {
-		return 0
-	}
-	return c.observedWait(o.badTTL, o.since, now)
-}
-
-// expiresIn reports how long, from now, o's record stays unexpired for this
-// client (<= 0: expired or free).
-func (c *Client) expiresIn(o *observation, now time.Time) time.Duration {
-	d, _ := c.expiry(o, now)
-	return d
-}
-
-// expiry is the one expiry rule: how long, from now, o's record stays
-// unexpired for this client (<= 0: expired or free), and which rule
-// decided it ("" for a free key).
-func (c *Client) expiry(o *observation, now time.Time) (time.Duration, Rule) {
-	if o.rec == nil || o.rec.State == StateReleased {
-		return 0, ""
-	}
-	ttl := o.rec.TTL()
-	wait, rule := c.observedWait(ttl, o.since, now), RuleObserved
-	if r := c.opts.StoreClock; r != nil {
-		if age, ok := storeAge(o.attrs, r.Margin); ok {
-			if byStore := c.storeClockLimit(ttl) - age; byStore < wait {
-				// The store's clock has already seen part (or all) of the
-				// TTL pass since the record was written.
-				wait, rule = max(byStore, 0), RuleStoreClock
-			}
-		}
-	}
-	return wait, rule
-}
-
-// storeClockLimit is the age, by the store's clock, past which a record
-// written for ttl has expired under the store-clock rule: TTL + the
-// store's timestamp granularity + StoreClockRule.Margin.
-func (c *Client) storeClockLimit(ttl time.Duration) time.Duration {
-	return ttl + c.store.Properties().TimestampGranularity + c.opts.StoreClock.Margin
-}
-
-// Sane store timestamps, for storeAge.
-var (
-	saneFrom = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
-	saneTo   = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
-)
-
-// maxStoreAge is the oldest record age the store-clock rule believes: an
-// older one says more about the store's clocks than about the record.
-const maxStoreAge = 10 * 365 * 24 * time.Hour
-
-// storeAge is a record's age by the store's clock (its Date minus the
-// record's Last-Modified), if the store reported both and they make sense:
-// both from 1970 to 2200, and the age from −margin (the store's clocks may
-// disagree by that much) to maxStoreAge. Anything else is unknown, which
-// leaves the observed-time rule to decide: a lying store clock may delay a
-// takeover, never hasten one, and no arithmetic on its values can wrap.
-func storeAge(a providers.Attrs, margin time.Duration) (time.Duration, bool) {
-	for _, t := range []time.Time{a.LastModified, a.StoreTime} {
-		if t.Before(saneFrom) || !t.Before(saneTo) {
-			return 0, false
-		}
-	}
-	age := a.StoreTime.Sub(a.LastModified)
-	if age < -margin || age > maxStoreAge {
-		return 0, false
-	}
-	return age, true
 }
 
 // TryAcquire makes one attempt to take the lease. It returns a *HeldError
@@ -596,55 +404,10 @@ func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string) 
 			// conditional operation is in progress"): give it the time to
 			// land, so that the next attempt finds it rather than racing
 			// it again.
-			if err := sleepCtx(ctx, c.jitter(conflictWait<<(attempt-1))); err != nil {
+			if err := sleep(ctx, goTimers, c.jitter(backoff(conflictWait, time.Second, attempt-1))); err != nil {
 				return res, uncertain, err
 			}
 		}
-	}
-}
-
-// conflictWait is the first wait after a write refused by a racing one
-// still in flight; it doubles with each attempt. It is network time, not
-// lease time (it decides nothing about expiry): it runs on Go's timers,
-// which a synctest bubble fakes, not on Options.Clock, which a test may
-// never advance.
-const conflictWait = 30 * time.Millisecond
-
-// resolve re-reads the record until it can tell whether the write of rec,
-// made over ifVersion, landed: the record then carries rec's holder and
-// nonce. It reports landed = false with no error if the record is as it was
-// before the write (so it can be retried), and ErrPrecondition if someone
-// else's write is there instead.
-func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cause error) (providers.WriteResult, bool, error) {
-	backoff := 50 * time.Millisecond
-	for {
-		o, err := c.read(ctx)
-		if err == nil {
-			switch {
-			case o.rec != nil && o.rec.Nonce == rec.Nonce && (o.rec.Holder == rec.Holder || !ownWriteCheck()):
-				return providers.WriteResult{Version: o.version, LastModified: o.attrs.LastModified, StoreTime: o.attrs.StoreTime}, true, nil
-			case o.version == ifVersion: // unchanged ("" == absent for a create)
-				return providers.WriteResult{}, false, nil
-			}
-			return providers.WriteResult{}, false, fmt.Errorf("%w (after %v)", providers.ErrPrecondition, cause)
-		}
-		var re *RecordError
-		if errors.As(err, &re) {
-			return providers.WriteResult{}, false, err
-		}
-		if IsPermanent(err) {
-			// Re-reading again will not succeed either: a missing bucket or
-			// refused credentials stay so.
-			return providers.WriteResult{}, false, fmt.Errorf("lease %q: %w: %w; re-reading: %w", c.key, ErrAmbiguous, cause, err)
-		}
-		t := c.opts.Clock.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return providers.WriteResult{}, false, fmt.Errorf("lease %q: %w: %w", c.key, ErrAmbiguous, cause)
-		case <-t.C():
-		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
@@ -665,153 +428,6 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 // Await.
 func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 	return Await(ctx, c, c.TryAcquire, nil)
-}
-
-// retry decides, for a loop of acquire attempts, whether and when to try
-// again after an error. Its zero value is ready for use. It is how Acquire
-// and every other waiting loop (see Await) treat errors alike.
-type retry struct {
-	failures int // store failures in a row
-}
-
-// next returns how long to wait after err before the next attempt, given
-// poll, the wait while the lease is held, and whether to try again at all.
-// A held lease waits poll, or until its holder's record is due to expire;
-// a race with another writer or throttling waits poll; a store failure
-// waits with backoff from 100 ms up to poll; a permanent error is not
-// retried.
-func (r *retry) next(err error, poll time.Duration) (time.Duration, bool) {
-	var held *HeldError
-	switch {
-	case errors.As(err, &held):
-		r.failures = 0
-		if held.Wait < poll {
-			return held.Wait + time.Millisecond, true
-		}
-		return poll, true
-	case errors.Is(err, ErrNotYet):
-		r.failures = 0
-		return poll, true
-	case errors.Is(err, providers.ErrThrottled), errors.Is(err, providers.ErrConflict),
-		errors.Is(err, providers.ErrUnknownOutcome), errors.Is(err, providers.ErrPrecondition):
-		return poll, true
-	case IsPermanent(err):
-		return 0, false
-	}
-	r.failures++
-	return min(100*time.Millisecond<<min(r.failures-1, 10), max(poll, 100*time.Millisecond)), true
-}
-
-// first reports whether the error next last saw began a streak of store
-// failures: the one to log.
-func (r *retry) first() bool { return r.failures == 1 }
-
-// IsPermanent reports errors that waiting will not cure: the object at the
-// key is not a usable record (or, with Force, shows no token to continue
-// above), the options or key are invalid, a write's outcome could not be
-// determined, the client's session is closed, or the store refuses the
-// request as configured (missing bucket, refused credentials, wrong
-// endpoint, an operation it does not support).
-func IsPermanent(err error) bool {
-	return errors.Is(err, ErrBadRecord) || errors.Is(err, ErrNewerSchema) || errors.Is(err, ErrInvalidOptions) ||
-		errors.Is(err, ErrFencedObject) || errors.Is(err, ErrTokenExhausted) || errors.Is(err, ErrTokenUnknown) ||
-		errors.Is(err, providers.ErrInvalidKey) || errors.Is(err, ErrAmbiguous) || errors.Is(err, ErrSessionClosed) ||
-		errors.Is(err, providers.ErrNoBucket) || errors.Is(err, providers.ErrPermission) ||
-		errors.Is(err, providers.ErrWrongEndpoint) || errors.Is(err, errors.ErrUnsupported)
-}
-
-// Status is what Inspect reports.
-type Status struct {
-	Key     string
-	Version string
-	Record  *Record // nil if the key is absent
-	Attrs   providers.Attrs
-	// ExpiresIn is how long this client must still see the record unchanged
-	// before it may take over (0: expired or free). For a client that has
-	// just looked for the first time this is the full TTL × (1 + drift).
-	ExpiresIn time.Duration
-	// StoreAge is the record's age by the store's own clock (Date minus
-	// Last-Modified), when the store reports both; else negative.
-	StoreAge time.Duration
-	// Expired reports a held record that has expired for this client
-	// (ExpiresIn is 0): it may take the lease over now.
-	Expired bool
-	// Rule is the rule that decided ExpiresIn for a held record: the
-	// observed rule, or the store's clock (Options.StoreClock) when it
-	// allows a takeover sooner.
-	Rule Rule
-	// Age is how long ago the record was written, never negative: by the
-	// store's clock when AgeByStore, else by this machine's clock against
-	// the writer's WrittenAt, which is only as good as the two clocks'
-	// agreement and decides nothing.
-	Age        time.Duration
-	AgeByStore bool
-}
-
-// Inspect reads the lease without changing it.
-func (c *Client) Inspect(ctx context.Context) (*Status, error) {
-	if err := c.sess.err(c.key); err != nil {
-		return nil, err
-	}
-	o, err := c.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.status(o, c.opts.Clock.Now()), nil
-}
-
-// status reports o as judged at now (c.mu held).
-func (c *Client) status(o *observation, now time.Time) *Status {
-	st := &Status{Key: c.key, Version: o.version, Record: o.rec, Attrs: o.attrs, StoreAge: -1}
-	if !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {
-		st.StoreAge = o.attrs.StoreTime.Sub(o.attrs.LastModified)
-	}
-	if o.rec != nil {
-		in, rule := c.expiry(o, now)
-		st.ExpiresIn, st.Rule = max(in, 0), rule
-		st.Expired = o.rec.State == StateHeld && in <= 0
-		if !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {
-			st.Age, st.AgeByStore = max(st.StoreAge, 0), true
-		} else {
-			st.Age = max(time.Since(o.rec.WrittenAt), 0)
-		}
-	}
-	return st
-}
-
-// Sighting is what a listing tells a Client about its lease (see Observe).
-type Sighting struct {
-	// Unchanged is how long this client has seen the listed version
-	// unchanged, from its first sighting in a listing or a read.
-	Unchanged time.Duration
-	// Status is the last read's status judged now (ExpiresIn counted from
-	// the version's first sighting, as Inspect would), if the listed
-	// version is the one last read; nil if this client has not read that
-	// version, whose contents it therefore does not know.
-	Status *Status
-}
-
-// Observe notes that a listing (a List page of the lease's store) showed
-// the lease's object at a.Version, without reading it. A version first
-// seen in a listing counts as seen from then on: a read that later finds
-// it judges its expiry from the listing, so that a reader that lists every
-// round and reads only now and then takes over from a holder that stopped
-// renewing as early as one that reads every round. Call it only after the
-// listing returned (the version existed by then). Observe sends no
-// request.
-func (c *Client) Observe(a providers.Attrs) Sighting {
-	now := c.opts.Clock.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if o := c.view; o != nil && o.rec != nil && o.version == a.Version {
-		return Sighting{Unchanged: now.Sub(o.since), Status: c.status(o, now)}
-	}
-	if c.listed == nil || c.listed.version != a.Version {
-		c.listed = &observation{version: a.Version, since: now}
-	}
-	return Sighting{Unchanged: now.Sub(c.listed.since)}
 }
 
 // Break ends the lease whatever its state: it writes a released record whose
@@ -887,12 +503,5 @@ func (c *Client) Options() Options { return c.opts }
 
 // wait blocks for d on the client's clock, or until ctx ends.
 func (c *Client) wait(ctx context.Context, d time.Duration) error {
-	t := c.opts.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C():
-		return nil
-	}
+	return sleep(ctx, c.opts.Clock, d)
 }

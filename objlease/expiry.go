@@ -1,7 +1,11 @@
 package objlease
 
+// This file holds the expiry rule: when a held record has expired for a
+// Client, by its own clock (observedWait) or the store's (storeAge,
+// storeClockLimit). Every door that judges a record comes here.
+
 import (
-	"fmt"
+	"time"
 
 	"github.com/objlease/objlease/providers"
 )
@@ -19,43 +23,86 @@ const (
 	RuleStoreClock Rule = "store-clock"
 )
 
-// Judge reports what a record this client did not read itself means for
-// it, by the same rule Inspect and every waiter apply: rec is the record
-// decoded (DecodeRecord) from an object at the client's key, a the
-// object's attributes from the same read (a listing's Get, for example),
-// and the call is made after that read returned. The sighting counts as
-// this client's own read: a version seen before keeps its first sighting.
-// A nil rec reports the key free. Judge sends no request; it returns a
-// *RecordError for an object written through package fence, which is
-// never a lease record, and for a record whose token is lower than one
-// this client has seen at the key.
-func (c *Client) Judge(rec *Record, a providers.Attrs) (*Status, error) {
-	if err := c.fenced(a.Metadata); err != nil {
-		return nil, err
+// observedWait is how much longer, from now, a version first seen at since
+// must be seen unchanged before a writer promising ttl can have stopped
+// relying on it.
+func (c *Client) observedWait(ttl time.Duration, since, now time.Time) time.Duration {
+	if !driftMargin() {
+		return ttl - now.Sub(since)
 	}
-	now := c.opts.Clock.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch v := c.view; {
-	case rec == nil:
-		c.view = &observation{since: now}
-	case v != nil && v.rec != nil && v.version == a.Version:
-		v.attrs = a // same version, still observing
-	default:
-		if err := c.tokenWentBack(rec); err != nil {
-			return nil, err
-		}
-		c.view = c.sawRecord(a.Version, rec, a, now)
-	}
-	return c.status(c.view, now), nil
+	return time.Duration(float64(ttl)*(1+c.opts.DriftBound)) - now.Sub(since)
 }
 
-// tokenWentBack refuses a record whose token is below one this client has
-// seen at the key (c.mu held): objlease never writes a lower token.
-func (c *Client) tokenWentBack(rec *Record) error {
-	if rec.Token >= c.highest {
-		return nil
+// forceWait is how much longer Force must see the bad object of o unchanged
+// before it replaces it: it may be the record of a live holder (a newer
+// objlease's, or one whose token was rewritten), which must keep its time.
+func (c *Client) forceWait(o *observation, now time.Time) time.Duration {
+	if !forceWaits() {
+		return 0
 	}
-	return &RecordError{Key: c.key, Err: ErrBadRecord, Reason: fmt.Sprintf(
-		"token went back from %d to %d: the record was rewritten by something other than objlease", c.highest, rec.Token)}
+	return c.observedWait(o.badTTL, o.since, now)
+}
+
+// expiresIn reports how long, from now, o's record stays unexpired for this
+// client (<= 0: expired or free).
+func (c *Client) expiresIn(o *observation, now time.Time) time.Duration {
+	d, _ := c.expiry(o, now)
+	return d
+}
+
+// expiry is the one expiry rule: how long, from now, o's record stays
+// unexpired for this client (<= 0: expired or free), and which rule
+// decided it ("" for a free key).
+func (c *Client) expiry(o *observation, now time.Time) (time.Duration, Rule) {
+	if o.rec == nil || o.rec.State == StateReleased {
+		return 0, ""
+	}
+	ttl := o.rec.TTL()
+	wait, rule := c.observedWait(ttl, o.since, now), RuleObserved
+	if r := c.opts.StoreClock; r != nil {
+		if age, ok := storeAge(o.attrs, r.Margin); ok {
+			if byStore := c.storeClockLimit(ttl) - age; byStore < wait {
+				// The store's clock has already seen part (or all) of the
+				// TTL pass since the record was written.
+				wait, rule = max(byStore, 0), RuleStoreClock
+			}
+		}
+	}
+	return wait, rule
+}
+
+// storeClockLimit is the store-clock rule's bound: with Options.StoreClock
+// set, a record of ttl has expired once the store's clock shows it older
+// than TTL + the store's timestamp granularity + Margin.
+func (c *Client) storeClockLimit(ttl time.Duration) time.Duration {
+	return ttl + c.store.Properties().TimestampGranularity + c.opts.StoreClock.Margin
+}
+
+// Sane store timestamps, for storeAge.
+var (
+	saneFrom = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	saneTo   = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// maxStoreAge is the oldest record age the store-clock rule believes: an
+// older one says more about the store's clocks than about the record.
+const maxStoreAge = 10 * 365 * 24 * time.Hour
+
+// storeAge is a record's age by the store's clock (its Date minus the
+// record's Last-Modified), if the store reported both and they make sense:
+// both from 1970 to 2200, and the age from −margin (the store's clocks may
+// disagree by that much) to maxStoreAge. Anything else is unknown, which
+// leaves the observed-time rule to decide: a lying store clock may delay a
+// takeover, never hasten one, and no arithmetic on its values can wrap.
+func storeAge(a providers.Attrs, margin time.Duration) (time.Duration, bool) {
+	for _, t := range []time.Time{a.LastModified, a.StoreTime} {
+		if t.Before(saneFrom) || !t.Before(saneTo) {
+			return 0, false
+		}
+	}
+	age := a.StoreTime.Sub(a.LastModified)
+	if age < -margin || age > maxStoreAge {
+		return 0, false
+	}
+	return age, true
 }

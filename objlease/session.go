@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 
 	"github.com/objlease/objlease/objlease/clock"
@@ -69,15 +70,26 @@ func NewSession(store providers.Store, opts SessionOptions) (*Session, error) {
 
 // Client returns a client for the lease at key in the session's store. It
 // validates opts. The session's clock is the client's: Options.Clock must
-// be nil. Options.Logger defaults to the session's logger.
+// be nil or the session's own (Clock), so that options a session was built
+// from can be passed on as they are. Options.Logger defaults to the
+// session's logger.
 func (s *Session) Client(key string, opts Options) (*Client, error) {
-	if opts.Clock != nil {
-		return nil, fmt.Errorf("lease %q: %w: Options.Clock is set: a session's clients use the session's clock (SessionOptions.Clock)", key, ErrInvalidOptions)
+	if opts.Clock != nil && !sameClock(opts.Clock, s.clk) {
+		return nil, fmt.Errorf("lease %q: %w: Options.Clock is not the session's: a session's clients use the session's clock (SessionOptions.Clock)", key, ErrInvalidOptions)
 	}
 	if err := s.err(key); err != nil {
 		return nil, err
 	}
 	return s.client(key, opts)
+}
+
+// sameClock reports whether a and b are the same clock, without panicking
+// on a clock type that cannot be compared.
+func sameClock(a, b clock.Clock) bool {
+	if t := reflect.TypeOf(a); t != reflect.TypeOf(b) || !t.Comparable() {
+		return false
+	}
+	return a == b
 }
 
 func (s *Session) client(key string, opts Options) (*Client, error) {

@@ -143,6 +143,24 @@ func TestSessionClientRefusesOwnClock(t *testing.T) {
 	}
 }
 
+// The options a session was built from can be passed on to its clients as
+// they are: the session's own clock is accepted.
+func TestSessionClientAcceptsSessionClock(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	sess, err := objlease.NewSession(mem.New(), objlease.SessionOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close(context.Background()) })
+	c, err := sess.Client("leases/a", objlease.Options{Clock: clk})
+	if err != nil {
+		t.Fatalf("Client with the session's clock: %v", err)
+	}
+	if c.Options().Clock != clk {
+		t.Fatalf("client's clock is not the session's")
+	}
+}
+
 // Two sessions on one store and clock share nothing: closing one leaves
 // the other's leases renewing.
 func TestSessionsAreIndependent(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/objlease/objlease/objlease"
+	storeprobe "github.com/objlease/objlease/providers/probe"
 )
 
 const doctorDetail = `Checks that the store refuses the writes the lease protocol relies on it to
@@ -85,8 +85,8 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 			return opErr("doctor", url, err)
 		}
 		defer store.Close()
-		r, err := objlease.Probe(ctx, store, prefix)
-		if err != nil && !errors.Is(err, objlease.ErrStoreUnsafe) {
+		r, err := storeprobe.Run(ctx, store, prefix)
+		if err != nil && !errors.Is(err, storeprobe.ErrStoreUnsafe) {
 			return opErr("doctor", url, fmt.Errorf("store could not be checked: %w", err))
 		}
 		verdict := error(nil)
@@ -154,7 +154,7 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 
 // raceLine is one kind of race in a line, such as "create: 8 rounds of 8
 // writers; 1 winner in 7 rounds, 2 winners in 1 round; 6ms; unsafe".
-func raceLine(r objlease.RaceResult) string {
+func raceLine(r storeprobe.RaceResult) string {
 	var parts []string
 	for w, n := range r.Winners {
 		if n > 0 {

@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/driver"
 )
 
 // Rule is one store's rule for the names of its buckets (or containers).
@@ -33,7 +33,7 @@ type Rule struct {
 }
 
 // Check returns nil if name follows r, else an error matching
-// providers.ErrInvalidBucket that names the bucket, says what is wrong and
+// driver.ErrInvalidBucket that names the bucket, says what is wrong and
 // states the rule.
 func (r Rule) Check(name string) error {
 	for _, s := range r.Special {
@@ -52,7 +52,7 @@ func (r Rule) Check(name string) error {
 type nameError struct{ msg string }
 
 func (e *nameError) Error() string { return e.msg }
-func (e *nameError) Unwrap() error { return providers.ErrInvalidBucket }
+func (e *nameError) Unwrap() error { return driver.ErrInvalidBucket }
 
 func (r Rule) problem(name string) string {
 	max := r.Max

@@ -15,6 +15,7 @@ import (
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/probe"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -174,7 +175,7 @@ func Run(t *testing.T, cfg Config) {
 	})
 
 	t.Run("Probe", func(t *testing.T) {
-		r, err := objlease.Probe(ctx, store, prefix)
+		r, err := probe.Run(ctx, store, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,6 @@ func newSemOpts(t *testing.T, store providers.Store, prefix string, n int, o obj
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sess.Close(context.Background()) })
-	o.Clock = nil
 	s, err := semaphore.New(sess, prefix, n, o)
 	if err != nil {
 		t.Fatal(err)

@@ -108,8 +108,8 @@ type sizeDoc struct {
 
 // New returns a semaphore of n slots under prefix in the session's store,
 // whose slots are held through sess. opts apply to every slot: the same
-// holder identity (defaulted once) and timings; Clock must be nil (the
-// session's is used). If opts.Rand is set, each slot draws from its own
+// holder identity (defaulted once) and timings; Clock must be nil or the
+// session's. If opts.Rand is set, each slot draws from its own
 // generator seeded from it. New does no I/O; the size is checked on first
 // use.
 func New(sess *objlease.Session, prefix string, n int, opts objlease.Options) (*Semaphore, error) {
@@ -139,7 +139,6 @@ func New(sess *objlease.Session, prefix string, n int, opts objlease.Options) (*
 	// Every slot writes the same holder identity, defaulted once.
 	s.opts = c0.Options()
 	s.opts.Rand = opts.Rand
-	s.opts.Clock = nil // the session's
 	s.clock = sess.Clock()
 	s.log = s.opts.Logger.With(slog.String("semaphore", prefix), slog.String("holder", s.opts.Holder))
 	s.clients = []*objlease.Client{c0}

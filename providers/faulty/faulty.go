@@ -13,7 +13,7 @@
 // With Config.CheckThenWrite it is also a test store whose conditional
 // writes are not atomic, as some S3-compatible servers' have been: it checks
 // the precondition, waits, then writes unconditionally, so that concurrent
-// writers can all succeed. objlease.Probe must call such a store unsafe.
+// writers can all succeed. probe.Run must call such a store unsafe.
 package faulty
 
 import (
@@ -94,7 +94,7 @@ type Config struct {
 	// then writes whatever is there unconditionally (a Delete of an object
 	// that is gone by then succeeds, as S3's DELETE does). One request at a
 	// time it behaves correctly; concurrent conditional writes on one
-	// object can all succeed. A test store for objlease.Probe: nothing that
+	// object can all succeed. A test store for probe.Run: nothing that
 	// wants correct writes should set it. The wrapped store must not be
 	// written by anything else meanwhile.
 	CheckThenWrite time.Duration

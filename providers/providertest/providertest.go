@@ -46,7 +46,7 @@ type Config struct {
 	Unordered bool
 	// DeleteUnconditional: the store is known to ignore the version of a
 	// conditional DELETE (MinIO removes the object whatever If-Match
-	// says; objlease.Probe reports it as ProbeReport.DeleteUnconditional).
+	// says; probe.Run reports it as probe.Report.DeleteUnconditional).
 	// Preconditions then sends no DELETE with a stale or made-up version,
 	// which would remove the object; every other check stays.
 	DeleteUnconditional bool

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/providers/probe"
 )
 
 // memS3 is a small in-memory S3 that honours If-None-Match and If-Match on
@@ -94,7 +94,7 @@ func TestProbeFindsDeleteIgnoringIfMatch(t *testing.T) {
 		t.Run("delete If-Match honoured="+strconv.FormatBool(honoured), func(t *testing.T) {
 			srv := &memS3{deleteIfMatch: honoured, objects: map[string]memObject{}}
 			s, f := newFake(t, srv.handle)
-			r, err := objlease.Probe(t.Context(), s, "probe/")
+			r, err := probe.Run(t.Context(), s, "probe/")
 			if err != nil {
 				t.Fatalf("delete If-Match honoured=%v: %v, want safe", honoured, err)
 			}

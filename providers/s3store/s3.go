@@ -44,7 +44,7 @@
 // promise of ErrPrecondition there too, except for a key that vanishes
 // between the two requests. The HEAD only looks for a missing key: a stale
 // version is always sent to the store, so that a store ignoring If-Match on
-// DELETE is caught by objlease.Probe instead of being hidden by a local
+// DELETE is caught by probe.Run instead of being hidden by a local
 // check. A version is the object's ETag
 // without its quotes. ETags of single-part uploads are the MD5 of the body, so
 // writing identical bytes again yields an earlier version again

@@ -1,18 +1,19 @@
-package objlease_test
+package probe_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/faulty"
 	"github.com/objlease/objlease/providers/file"
 	"github.com/objlease/objlease/providers/mem"
+	"github.com/objlease/objlease/providers/probe"
 )
 
 // ignoringStore accepts conditional writes and ignores their conditions, as
@@ -41,8 +42,8 @@ func (s ignoringStore) Delete(ctx context.Context, key, _ string) error {
 	return s.Bucket.Delete(ctx, key, s.current(ctx, key))
 }
 
-// safeReport checks what Probe reports about a correct store.
-func safeReport(t *testing.T, r *objlease.ProbeReport, err error, missingDelete string) {
+// safeReport checks what Run reports about a correct store.
+func safeReport(t *testing.T, r *probe.Report, err error, missingDelete string) {
 	t.Helper()
 	if err != nil || len(r.Failures) != 0 {
 		t.Fatalf("%v %v", err, r.Failures)
@@ -50,14 +51,14 @@ func safeReport(t *testing.T, r *objlease.ProbeReport, err error, missingDelete 
 	if r.MissingReplace != "ErrPrecondition" || r.MissingDelete != missingDelete {
 		t.Errorf("missing object: replace answered %q, delete %q; want ErrPrecondition, %s", r.MissingReplace, r.MissingDelete, missingDelete)
 	}
-	kinds := []string{objlease.RaceCreate, objlease.RaceReplace, objlease.RaceDeleteReplace, objlease.RaceDeleteDelete}
+	kinds := []string{probe.RaceCreate, probe.RaceReplace, probe.RaceDeleteReplace, probe.RaceDeleteDelete}
 	if len(r.Races) != len(kinds) {
 		t.Fatalf("%d races, want %d: %+v", len(r.Races), len(kinds), r.Races)
 	}
 	for i, race := range r.Races {
-		if race.Kind != kinds[i] || race.Verdict() != objlease.RaceSafe || race.Rounds != objlease.ProbeRounds ||
-			race.Writers != objlease.ProbeWriters || race.Winners[1] != race.Rounds {
-			t.Errorf("race %+v: want %s, safe, one winner in each of %d rounds", race, kinds[i], objlease.ProbeRounds)
+		if race.Kind != kinds[i] || race.Verdict() != probe.RaceSafe || race.Rounds != probe.Rounds ||
+			race.Writers != probe.Writers || race.Winners[1] != race.Rounds {
+			t.Errorf("race %+v: want %s, safe, one winner in each of %d rounds", race, kinds[i], probe.Rounds)
 		}
 	}
 }
@@ -65,7 +66,7 @@ func safeReport(t *testing.T, r *objlease.ProbeReport, err error, missingDelete 
 func TestProbe(t *testing.T) {
 	ctx := context.Background()
 	m := mem.New()
-	r, err := objlease.Probe(ctx, m, "probe/")
+	r, err := probe.Run(ctx, m, "probe/")
 	safeReport(t, r, err, "ErrPrecondition")
 	if !r.ClockKnown || len(r.Latency["create"]) != 2 || len(r.Latency["replace"]) != 3 || len(r.Latency["delete"]) != 2 {
 		t.Fatalf("report %+v", r)
@@ -74,8 +75,8 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("probe left %d objects behind", len(page.Objects))
 	}
 
-	r, err = objlease.Probe(ctx, ignoringStore{mem.New()}, "probe/")
-	if !errors.Is(err, objlease.ErrStoreUnsafe) {
+	r, err = probe.Run(ctx, ignoringStore{mem.New()}, "probe/")
+	if !errors.Is(err, probe.ErrStoreUnsafe) {
 		t.Fatalf("ignoring store: %v, want ErrStoreUnsafe", err)
 	}
 	for _, want := range []string{"If-None-Match: * ignored", "If-Match ignored", "replace of a missing object",
@@ -99,7 +100,7 @@ func TestProbeFileStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	r, err := objlease.Probe(context.Background(), s, "probe/")
+	r, err := probe.Run(context.Background(), s, "probe/")
 	safeReport(t, r, err, "ErrPrecondition")
 	if page, _ := s.List(context.Background(), "", "", 100); len(page.Objects) != 0 {
 		t.Fatalf("probe left %d objects behind", len(page.Objects))
@@ -109,7 +110,7 @@ func TestProbeFileStore(t *testing.T) {
 
 // TestProbeRacesNonAtomicStore: a store that checks a precondition and then
 // writes, with a window between, is right one request at a time and wrong
-// under concurrency; Probe must race it to find out.
+// under concurrency; Run must race it to find out.
 func TestProbeRacesNonAtomicStore(t *testing.T) {
 	inner := mem.NewDriver()
 	f, err := faulty.New(inner, faulty.Config{Seed: 1, CheckThenWrite: 2 * time.Millisecond})
@@ -117,8 +118,8 @@ func TestProbeRacesNonAtomicStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := providers.NewBucket(f)
-	r, err := objlease.Probe(context.Background(), s, "probe/")
-	if !errors.Is(err, objlease.ErrStoreUnsafe) {
+	r, err := probe.Run(context.Background(), s, "probe/")
+	if !errors.Is(err, probe.ErrStoreUnsafe) {
 		t.Fatalf("non-atomic store: %v, want ErrStoreUnsafe", err)
 	}
 	t.Log(err)
@@ -129,15 +130,15 @@ func TestProbeRacesNonAtomicStore(t *testing.T) {
 		}
 	}
 	for _, race := range r.Races {
-		if race.Kind == objlease.RaceDeleteDelete {
+		if race.Kind == probe.RaceDeleteDelete {
 			// Deletes told they removed an object that was gone by then
 			// overwrite nothing: counted, not unsafe.
-			if race.Verdict() != objlease.RaceSafe || race.RepeatedDeletes == 0 {
+			if race.Verdict() != probe.RaceSafe || race.RepeatedDeletes == 0 {
 				t.Errorf("%s race on a non-atomic store: %s, %d rounds of repeated deletes, want safe and some", race.Kind, race.Verdict(), race.RepeatedDeletes)
 			}
 			continue
 		}
-		if race.Verdict() != objlease.RaceUnsafe || race.Winners[1] == race.Rounds {
+		if race.Verdict() != probe.RaceUnsafe || race.Winners[1] == race.Rounds {
 			t.Errorf("%s race on a non-atomic store: %s, winners %v", race.Kind, race.Verdict(), race.Winners)
 		}
 	}
@@ -185,14 +186,14 @@ func (s riggedStore) Delete(ctx context.Context, key, v string) error {
 // A race in which the store refuses every writer as conflicting proves
 // nothing: the store could not be checked, which is not unsafe.
 func TestProbeRaceAllConflicts(t *testing.T) {
-	r, err := objlease.Probe(context.Background(), riggedStore{mem.New(), func(op, key string) bool {
+	r, err := probe.Run(context.Background(), riggedStore{mem.New(), func(op, key string) bool {
 		return op == "delete" && strings.Contains(key, "-delete-delete-")
 	}, providers.ErrConflict, false}, "probe/")
-	if err == nil || errors.Is(err, objlease.ErrStoreUnsafe) || !strings.Contains(err.Error(), "delete-delete race") || !strings.Contains(err.Error(), "could not be checked") {
+	if err == nil || errors.Is(err, probe.ErrStoreUnsafe) || !strings.Contains(err.Error(), "delete-delete race") || !strings.Contains(err.Error(), "could not be checked") {
 		t.Fatalf("%v, want a delete-delete race that could not be checked", err)
 	}
 	race := r.Races[3]
-	if race.Verdict() != objlease.RaceInconclusive || race.AllRetryable != objlease.ProbeRounds || race.Conflicts != objlease.ProbeRounds*objlease.ProbeWriters || race.Winners[0] != objlease.ProbeRounds {
+	if race.Verdict() != probe.RaceInconclusive || race.AllRetryable != probe.Rounds || race.Conflicts != probe.Rounds*probe.Writers || race.Winners[0] != probe.Rounds {
 		t.Fatalf("%+v", race)
 	}
 }
@@ -200,10 +201,10 @@ func TestProbeRaceAllConflicts(t *testing.T) {
 // A store that applies a replace and answers that it was refused has no
 // winner, though writers were refused as if there had been one.
 func TestProbeRaceNoWinnerButRefused(t *testing.T) {
-	_, err := objlease.Probe(context.Background(), riggedStore{mem.New(), func(op, key string) bool {
+	_, err := probe.Run(context.Background(), riggedStore{mem.New(), func(op, key string) bool {
 		return op == "replace" && strings.Contains(key, "-replace-") && !strings.Contains(key, "-delete-replace-")
 	}, providers.ErrPrecondition, true}, "probe/")
-	if !errors.Is(err, objlease.ErrStoreUnsafe) || !strings.Contains(err.Error(), "replace race (If-Match is not atomic): 8 of 8 rounds of 8 writers went wrong, first round 0: no writer succeeded, yet 8 were refused as if one had") {
+	if !errors.Is(err, probe.ErrStoreUnsafe) || !strings.Contains(err.Error(), "replace race (If-Match is not atomic): 8 of 8 rounds of 8 writers went wrong, first round 0: no writer succeeded, yet 8 were refused as if one had") {
 		t.Fatalf("%v, want the replace race unsafe", err)
 	}
 	if strings.Contains(err.Error(), "delete-replace race") {
@@ -214,7 +215,7 @@ func TestProbeRaceNoWinnerButRefused(t *testing.T) {
 // A store that answers success to a conditional delete of a missing object
 // (as some S3-compatible servers do) removes nothing: reported, not unsafe.
 func TestProbeDeleteOfMissingSucceeds(t *testing.T) {
-	r, err := objlease.Probe(context.Background(), riggedStore{mem.New(), func(op, key string) bool {
+	r, err := probe.Run(context.Background(), riggedStore{mem.New(), func(op, key string) bool {
 		return op == "delete" && strings.HasSuffix(key, "-missing")
 	}, nil, false}, "probe/")
 	safeReport(t, r, err, "success")
@@ -249,7 +250,7 @@ func (s *racyDeleteStore) race(key string) *deleteRace {
 }
 
 func (s *racyDeleteStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
-	if !strings.Contains(key, objlease.RaceDeleteReplace) {
+	if !strings.Contains(key, probe.RaceDeleteReplace) {
 		return s.Bucket.Replace(ctx, key, data, md, v)
 	}
 	r := s.race(key)
@@ -269,7 +270,7 @@ func (s *racyDeleteStore) Delete(ctx context.Context, key, ifVersion string) err
 	if a.Version != ifVersion {
 		return providers.ErrPrecondition
 	}
-	if strings.Contains(key, objlease.RaceDeleteReplace) {
+	if strings.Contains(key, probe.RaceDeleteReplace) {
 		r := s.race(key)
 		s.mu.Lock()
 		select {
@@ -290,7 +291,7 @@ func (s *racyDeleteStore) Delete(ctx context.Context, key, ifVersion string) err
 // caveat, not a reason to call the store unsafe: objlease's conditional
 // deletes only collect orphaned batch objects, which nothing writes again.
 func TestProbeRacyDeleteIsACaveat(t *testing.T) {
-	r, err := objlease.Probe(context.Background(), &racyDeleteStore{Bucket: mem.New()}, "probe/")
+	r, err := probe.Run(context.Background(), &racyDeleteStore{Bucket: mem.New()}, "probe/")
 	if err != nil {
 		t.Fatalf("store whose conditional deletes race replaces: %v, want safe with a caveat", err)
 	}
@@ -321,7 +322,7 @@ func (s deleteIgnoringStore) Delete(ctx context.Context, key, _ string) error {
 // capability it lacks, and a caveat says so.
 func TestProbeUnconditionalDeleteIsACaveat(t *testing.T) {
 	m := mem.New()
-	r, err := objlease.Probe(context.Background(), deleteIgnoringStore{m}, "probe/")
+	r, err := probe.Run(context.Background(), deleteIgnoringStore{m}, "probe/")
 	if err != nil {
 		t.Fatalf("store that ignores If-Match on DELETE only: %v, want safe with a caveat", err)
 	}
@@ -334,8 +335,68 @@ func TestProbeUnconditionalDeleteIsACaveat(t *testing.T) {
 	if page, _ := m.List(context.Background(), "", "", 1000); len(page.Objects) != 0 {
 		t.Fatalf("probe left %d objects behind", len(page.Objects))
 	}
-	r, err = objlease.Probe(context.Background(), mem.New(), "probe/")
+	r, err = probe.Run(context.Background(), mem.New(), "probe/")
 	if err != nil || r.DeleteUnconditional {
 		t.Fatalf("correct store: %v, DeleteUnconditional %v", err, r.DeleteUnconditional)
 	}
+}
+
+// conditionsUnsupported refuses every conditional write, as S3-compatible
+// servers without conditional writes do (501 NotImplemented).
+type conditionsUnsupported struct{ *providers.Bucket }
+
+func (s conditionsUnsupported) refuse(op, key string) error {
+	return providers.Wrap(op, key, fmt.Errorf("%w: store does not implement conditional writes", errors.ErrUnsupported), errors.New("501 NotImplemented"))
+}
+
+func (s conditionsUnsupported) Create(_ context.Context, key string, _ []byte, _ map[string]string) (providers.WriteResult, error) {
+	return providers.WriteResult{}, s.refuse("create", key)
+}
+
+func (s conditionsUnsupported) Replace(_ context.Context, key string, _ []byte, _ map[string]string, _ string) (providers.WriteResult, error) {
+	return providers.WriteResult{}, s.refuse("replace", key)
+}
+
+func (s conditionsUnsupported) Delete(_ context.Context, key, _ string) error {
+	return s.refuse("delete", key)
+}
+
+// TestBadInputUnsafeStores: Run names the probe object, lists every ignored
+// precondition, and leaves the user's objects under the prefix untouched.
+func TestBadInputUnsafeStores(t *testing.T) {
+	ctx := context.Background()
+	t.Run("ignores preconditions", func(t *testing.T) {
+		m := mem.New()
+		user, err := m.Create(ctx, "leases/keep-me", []byte("user data"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := probe.Run(ctx, ignoringStore{m}, "leases/")
+		if !errors.Is(err, probe.ErrStoreUnsafe) || !strings.Contains(err.Error(), `"leases/`) || !strings.Contains(err.Error(), "objlease-probe-") {
+			t.Fatalf("Probe: %v, want ErrStoreUnsafe naming the probe object", err)
+		}
+		for _, want := range []string{"If-None-Match: * ignored", "If-Match ignored", "replace of a missing object succeeded"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Probe's error %q does not say %q", err, want)
+			}
+		}
+		// The stale delete is a caveat: no lease or fenced write deletes.
+		if !r.DeleteUnconditional {
+			t.Errorf("Probe did not report the stale delete that succeeded")
+		}
+		page, _ := m.List(ctx, "", "", 100)
+		if len(page.Objects) != 1 || page.Objects[0].Version != user.Version {
+			t.Fatalf("after Probe the store holds %+v, want only the untouched user object", page.Objects)
+		}
+	})
+	t.Run("refuses conditional writes", func(t *testing.T) {
+		m := mem.New()
+		_, err := probe.Run(ctx, conditionsUnsupported{m}, "leases/")
+		if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), `"leases/`) || !strings.Contains(err.Error(), "objlease-probe-") || !strings.Contains(err.Error(), "conditional writes") {
+			t.Fatalf("Run: %v, want errors.ErrUnsupported naming the probe object", err)
+		}
+		if page, _ := m.List(ctx, "", "", 100); len(page.Objects) != 0 {
+			t.Fatalf("objects written: %+v", page.Objects)
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package objlease
+package probe
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-// The kinds of race Probe runs, as named in RaceResult.Kind.
+// The kinds of race Run makes, as named in RaceResult.Kind.
 const (
 	// RaceCreate: every writer creates one fresh key (If-None-Match: *).
 	RaceCreate = "create"
@@ -24,17 +24,17 @@ const (
 	RaceDeleteDelete = "delete-delete"
 )
 
-// ProbeWriters and ProbeRounds are the size of each of Probe's races: this
+// Writers and Rounds are the size of each of Run's races: this
 // many writers, released together, in this many rounds per kind of race,
 // each round on a fresh object.
 const (
-	ProbeWriters = 8
-	ProbeRounds  = 8
+	Writers = 8
+	Rounds  = 8
 )
 
-// RaceResult is how the store answered one kind of race: ProbeWriters
+// RaceResult is how the store answered one kind of race: Writers
 // concurrent conditional writes on one object, released together, repeated
-// for ProbeRounds rounds. Exactly one writer must win each round, with two
+// for Rounds rounds. Exactly one writer must win each round, with two
 // exceptions: a round without a winner is allowed when the store refused
 // every writer as conflicting or throttled (providers.ErrConflict,
 // ErrThrottled), and a round that only deletes won is allowed when the
@@ -96,8 +96,8 @@ type raceKind struct {
 var raceKinds = []raceKind{
 	{RaceCreate, false, 0, "If-None-Match: * is not atomic"},
 	{RaceReplace, true, 0, "If-Match is not atomic"},
-	{RaceDeleteReplace, true, ProbeWriters / 2, "conditional delete and replace are not atomic"},
-	{RaceDeleteDelete, true, ProbeWriters, "conditional delete is not atomic"},
+	{RaceDeleteReplace, true, Writers / 2, "conditional delete and replace are not atomic"},
+	{RaceDeleteDelete, true, Writers, "conditional delete is not atomic"},
 }
 
 const raceBase = "objlease probe race base"
@@ -111,7 +111,7 @@ func raceKey(base, kind string, round int) string { return fmt.Sprintf("%s-%s-%d
 // the results to r.Races and a line per failed kind to r.Failures. keys
 // receives every key it may have written, for cleanup, before writing it. It
 // returns an error if the store could not be checked.
-func probeRaces(ctx context.Context, store providers.Store, base string, r *ProbeReport, keys func(...string)) error {
+func probeRaces(ctx context.Context, store providers.Store, base string, r *Report, keys func(...string)) error {
 	// Seed every round's object first, then let the store's minimum
 	// interval between writes to one object pass once, so that no race
 	// follows its object's creation too closely.
@@ -119,7 +119,7 @@ func probeRaces(ctx context.Context, store providers.Store, base string, r *Prob
 	var mu sync.Mutex
 	var seeds []func() error
 	for _, k := range raceKinds {
-		for round := range ProbeRounds {
+		for round := range Rounds {
 			key := raceKey(base, k.name, round)
 			keys(key)
 			if !k.seeded {
@@ -137,17 +137,17 @@ func probeRaces(ctx context.Context, store providers.Store, base string, r *Prob
 			})
 		}
 	}
-	if err := parallel(ProbeWriters, seeds); err != nil {
+	if err := parallel(Writers, seeds); err != nil {
 		return err
 	}
 	if err := sleepCtx(ctx, store.Properties().MinWriteInterval); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
 	for _, k := range raceKinds {
-		res := RaceResult{Kind: k.name, Writers: ProbeWriters, Rounds: ProbeRounds, Winners: make([]int, ProbeWriters+1)}
+		res := RaceResult{Kind: k.name, Writers: Writers, Rounds: Rounds, Winners: make([]int, Writers+1)}
 		start := time.Now()
 		bad := 0
-		for round := range ProbeRounds {
+		for round := range Rounds {
 			key := raceKey(base, k.name, round)
 			failure, err := raceRound(ctx, store, k, key, versions[key], &res)
 			if err != nil {
@@ -162,7 +162,7 @@ func probeRaces(ctx context.Context, store providers.Store, base string, r *Prob
 		r.Races = append(r.Races, res)
 		if bad > 0 {
 			line := fmt.Sprintf("%s race (%s): %d of %d rounds of %d writers went wrong, first %s",
-				k.name, k.what, bad, ProbeRounds, ProbeWriters, res.Failures[0])
+				k.name, k.what, bad, Rounds, Writers, res.Failures[0])
 			if k.deletes > 0 {
 				// objlease deletes conditionally only to collect batch
 				// objects orphaned below the committed token, which are
@@ -177,15 +177,15 @@ func probeRaces(ctx context.Context, store providers.Store, base string, r *Prob
 	return nil
 }
 
-// raceRound releases ProbeWriters writers on key together, counts the
+// raceRound releases Writers writers on key together, counts the
 // winners into res and checks what the object holds afterwards. It returns
 // what went wrong ("" if nothing did), or an error if a writer met an error
 // that says nothing about the race.
 func raceRound(ctx context.Context, store providers.Store, k raceKind, key, version string, res *RaceResult) (string, error) {
-	errs := make([]error, ProbeWriters)
+	errs := make([]error, Writers)
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
-	for i := range ProbeWriters {
+	for i := range Writers {
 		ready.Add(1)
 		done.Add(1)
 		go func() {
@@ -242,7 +242,7 @@ func raceRound(ctx context.Context, store providers.Store, k raceKind, key, vers
 		if deletes > 0 {
 			what = fmt.Sprintf(" (%d deletes, %d replaces)", deletes, len(winners)-deletes)
 		}
-		return fmt.Sprintf("%d of %d writers succeeded%s", len(winners), ProbeWriters, what), nil
+		return fmt.Sprintf("%d of %d writers succeeded%s", len(winners), Writers, what), nil
 	case len(winners) == 0 && refused == 0:
 		res.AllRetryable++
 	case len(winners) == 0:

@@ -1,4 +1,8 @@
-package objlease
+// Package probe is a store's self-test: Run checks, with scratch objects,
+// that a store enforces the conditional writes objlease relies on, one
+// request at a time and under races. It needs only package providers, so
+// the lease code does not carry it; objlease doctor and leasetest run it.
+package probe
 
 import (
 	"bytes"
@@ -17,8 +21,8 @@ import (
 // refused, so leases on it would not be exclusive.
 var ErrStoreUnsafe = errors.New("store does not enforce conditional writes")
 
-// ProbeReport is what Probe found.
-type ProbeReport struct {
+// Report is what Run found.
+type Report struct {
 	Store string // the store's declared name
 	// Failures lists every precondition the store failed to enforce; empty
 	// when the store is safe to use.
@@ -54,24 +58,24 @@ type ProbeReport struct {
 	DeleteUnconditional bool
 }
 
-// Probe checks, with scratch objects under prefix, that store refuses the
+// Run checks, with scratch objects under prefix, that store refuses the
 // writes the lease protocol relies on it to refuse.
 //
 // One request at a time: a second create, a replace or delete with a stale
 // version, a replace and a delete of a missing object; and that the object
 // is intact after the stale delete. Each check is answered by the store
 // itself, not by a client-side comparison. A stale delete that succeeds is
-// a caveat, not a failure (ProbeReport.DeleteUnconditional).
+// a caveat, not a failure (Report.DeleteUnconditional).
 //
 // Then concurrently, since a store may check a precondition and write
-// without holding the object in between: ProbeWriters writers released
+// without holding the object in between: Writers writers released
 // together race to create one fresh key, to replace one object at one
 // version, to delete or replace it (half each), and to delete it, each for
-// ProbeRounds rounds on a fresh object (see RaceResult). A round with more
+// Rounds rounds on a fresh object (see RaceResult). A round with more
 // than one winner (unless all were deletes and the object is gone), without
 // a winner while some writer was refused as stale, or after which the object
 // is not as its winner left it, makes the store unsafe, except in the races
-// of deletes, which only add a caveat (see ProbeReport.Caveats). A store that declares a minimum interval between writes to one
+// of deletes, which only add a caveat (see Report.Caveats). A store that declares a minimum interval between writes to one
 // object (Properties.MinWriteInterval) gets it once between creating the
 // race objects and racing on them, and once before they are removed.
 //
@@ -82,10 +86,10 @@ type ProbeReport struct {
 // included). Run it before trusting a store, especially an S3-compatible
 // one: some accept conditional headers and ignore them, some enforce them
 // non-atomically.
-func Probe(ctx context.Context, store providers.Store, prefix string) (*ProbeReport, error) {
+func Run(ctx context.Context, store providers.Store, prefix string) (*Report, error) {
 	key := fmt.Sprintf("%s_objlease-probe-%016x", prefix, rand.Uint64())
 	missing := key + "-missing"
-	r := &ProbeReport{Store: store.Properties().Name, Latency: map[string][]time.Duration{}}
+	r := &Report{Store: store.Properties().Name, Latency: map[string][]time.Duration{}}
 	var offsets []time.Duration
 	timed := func(op string, f func() (time.Time, error)) error {
 		start := time.Now()
@@ -249,5 +253,5 @@ func cleanup(store providers.Store, keys ...string) {
 			return nil
 		}
 	}
-	_ = parallel(ProbeWriters, fs)
+	_ = parallel(Writers, fs)
 }
