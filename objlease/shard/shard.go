@@ -13,17 +13,25 @@
 // or fence.Batch with Shard.Token).
 //
 // Each worker, every round (Options.PollInterval), lists the group's
-// records, counts the live members (N) and the shards (M), learns who holds
-// each shard, and moves toward a balanced assignment in which every member
-// owns floor(M/N) or ceil(M/N) shards: the M mod N members that own the most (ties by name) are meant to
-// own the ceiling, the rest the floor. A worker above its share releases the
-// excess; one below it takes free, released or expired shards. Nobody ever
-// takes a shard whose lease is live, so a shard moves only when its owner
-// lets it go or dies, and in a balanced group nobody moves anything. A
-// worker reads a record only when the listing shows a version that may be
-// more than its live owner's renewal, and each shard at least once per TTL;
-// the listing dates every version it shows (objlease.Client.Observe), so
-// a dead owner's shards expire as early as if every round had read them.
+// membership records and counts the live members (N). Its share of the M
+// shards is floor(M/N), or the ceiling for the first M mod N members by
+// name, which it computes from the membership alone. A worker above its
+// share releases the excess; one below it lists and reads the shards and
+// takes free, released or expired ones. Nobody ever takes a shard whose
+// lease is live, so a shard moves only when its owner lets it go or dies,
+// and in a balanced group nobody moves anything.
+//
+// A worker lists PREFIX/shards/ only when something may have moved: the
+// first round, a change of membership, its count off its share, a member
+// whose renewals are overdue (so that a dying owner's shards are dated
+// before it expires), and every two to three TTLs at random (shards
+// defined with Define, or freed unseen). A settled group therefore sends
+// per round one membership listing per member, a read of a member's record
+// per renewal of it, and the owners' renewals; the shard-related requests
+// of the whole group grow with M/TTL (the renewals) plus N listings of the
+// shards every two to three TTLs, not with N × M. A listing dates every
+// version it shows (objlease.Client.Observe); a worker reads a shard only
+// when its version may be something other than a live owner's renewal.
 //
 // A worker that owns a shard runs Config.Work for it with a context that
 // ends before anyone else can own the shard: when the worker hands the shard
