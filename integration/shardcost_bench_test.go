@@ -5,7 +5,9 @@ package integration
 // BenchmarkShardGroupRequests counts the requests a settled shard group
 // sends to the S3 emulator (versitygw): a group of N in-process workers
 // (shard.New, each in a session of its own with its own S3 client) on M
-// shards, balanced and then left alone for a window of a few TTLs. It
+// shards, balanced, left alone for three TTLs (the scans of balancing,
+// and the first periodic one, are over) and then counted over a window of
+// three TTLs. It
 // reports the requests per shard-hour by kind. With OBJLEASE_BENCH_BEFORE
 // set to a git revision, the same program built at that revision is
 // measured beside the one built from this tree:
@@ -129,7 +131,7 @@ func main() {
 		return total == m
 	}
 	for !balanced() {
-		if time.Since(start) > 5*time.Minute {
+		if time.Since(start) > 3*time.Minute {
 			fmt.Fprintln(os.Stderr, "never balanced")
 			os.Exit(1)
 		}
@@ -226,7 +228,7 @@ func BenchmarkShardGroupRequests(b *testing.B) {
 			b.Run(fmt.Sprintf("N%d/M%d/%s", n, m, v.name), func(b *testing.B) {
 				group := fmt.Sprintf("%sshardcost/%s/%dx%d", prefix, v.name, n, m)
 				cmd := exec.Command(v.bin, s3.Endpoint, s3.Region, s3.AccessKey, s3.SecretKey, s3.Bucket, group,
-					strconv.Itoa(n), strconv.Itoa(m), ttl.String(), ttl.String(), (3 * ttl).String())
+					strconv.Itoa(n), strconv.Itoa(m), ttl.String(), (3 * ttl).String(), (3 * ttl).String())
 				cmd.Stderr = os.Stderr
 				out, err := cmd.Output()
 				if err != nil {
