@@ -378,6 +378,7 @@ func (w *Worker) round(ctx context.Context) error {
 			if objlease.IsPermanent(err) && ctx.Err() == nil {
 				return err
 			}
+			w.holders = nil // scan again next round
 			w.log.Warn("cannot list the group's shards", slog.Any("err", err))
 			return nil
 		}
