@@ -13,17 +13,25 @@
 // or fence.Batch with Shard.Token).
 //
 // Each worker, every round (Options.PollInterval), lists the group's
-// records, counts the live members (N) and the shards (M), learns who holds
-// each shard, and moves toward a balanced assignment in which every member
-// owns floor(M/N) or ceil(M/N) shards: the M mod N members that own the most (ties by name) are meant to
-// own the ceiling, the rest the floor. A worker above its share releases the
-// excess; one below it takes free, released or expired shards. Nobody ever
-// takes a shard whose lease is live, so a shard moves only when its owner
-// lets it go or dies, and in a balanced group nobody moves anything. A
-// worker reads a record only when the listing shows a version that may be
-// more than its live owner's renewal, and each shard at least once per TTL;
-// the listing dates every version it shows (objlease.Client.Observe), so
-// a dead owner's shards expire as early as if every round had read them.
+// membership records and counts the live members (N). Its share of the M
+// shards is floor(M/N), or the ceiling for the first M mod N members by
+// name, which it computes from the membership alone. A worker above its
+// share releases the excess; one below it lists and reads the shards and
+// takes free, released or expired ones. Nobody ever takes a shard whose
+// lease is live, so a shard moves only when its owner lets it go or dies,
+// and in a balanced group nobody moves anything.
+//
+// A worker lists PREFIX/shards/ only when something may have moved: the
+// first round, a change of membership, its count off its share, a member
+// whose renewals are overdue (so that a dying owner's shards are dated
+// before it expires), and every two to three TTLs at random (shards
+// defined with Define, or freed unseen). A settled group therefore sends
+// per round one membership listing per member, a read of a member's record
+// per renewal of it, and the owners' renewals; the shard-related requests
+// of the whole group grow with M/TTL (the renewals) plus N listings of the
+// shards every two to three TTLs, not with N × M. A listing dates every
+// version it shows (objlease.Client.Observe); a worker reads a shard only
+// when its version may be something other than a live owner's renewal.
 //
 // A worker that owns a shard runs Config.Work for it with a context that
 // ends before anyone else can own the shard: when the worker hands the shard
@@ -112,6 +120,13 @@ type Worker struct {
 	peers        map[string]*objlease.Client // member key -> observer
 	shards       map[string]*watched         // shard id -> what this worker knows of it
 	lastLive     []string                    // the live members of the previous round
+	// holders and ids are what the last shard scan found: every shard's
+	// holder as in scan, and the shard set (Config.Shards, or the listed
+	// shards). holders is nil until the first scan.
+	holders  map[string]string
+	ids      []string
+	nextScan time.Time // when the periodic shard scan is due
+	suspect  bool      // a live member's record has gone unrenewed too long this round
 
 	mu    sync.Mutex
 	owned map[string]*owned
@@ -331,23 +346,50 @@ func (w *Worker) round(ctx context.Context) error {
 			w.memberLease = l
 		}
 	}
-	listed, err := w.list(ctx)
+	listedMembers, err := w.listMembers(ctx)
 	if err != nil {
 		if objlease.IsPermanent(err) && ctx.Err() == nil {
 			return err
 		}
-		w.log.Warn("cannot list the group's records", slog.Any("err", err))
+		w.log.Warn("cannot list the group's members", slog.Any("err", err))
 		return nil
 	}
-	members, err := w.liveMembers(ctx, listed.members)
+	members, err := w.liveMembers(ctx, listedMembers)
 	if err != nil {
 		w.log.Warn("cannot read the group's members", slog.Any("err", err))
 		return nil
 	}
-	ids := w.cfg.Shards
-	if ids == nil {
-		ids = listed.ids
+	changed := !slices.Equal(members, w.lastLive)
+	w.lastLive = members
+	now := w.sess.Clock().Now()
+	// The shards are listed only when something may have moved: the first
+	// round, a membership change, a member whose renewals are overdue (so
+	// that its shards' versions are dated before it expires), this
+	// worker's count off its target, and a periodic scan for shards
+	// defined, freed or taken unseen.
+	scanned := w.holders == nil || changed || w.suspect || !now.Before(w.nextScan) ||
+		(w.cfg.Shards == nil && len(w.ids) == 0) // no shards defined yet: waiting for them costs one empty listing a round
+	if !scanned && w.memberLease != nil {
+		scanned = w.target(members, len(w.ids)) != len(w.Owned())
 	}
+	var listed map[string]providers.Attrs
+	if scanned {
+		if listed, err = w.listShards(ctx); err != nil {
+			if objlease.IsPermanent(err) && ctx.Err() == nil {
+				return err
+			}
+			w.holders = nil // scan again next round
+			w.log.Warn("cannot list the group's shards", slog.Any("err", err))
+			return nil
+		}
+		if w.holders, err = w.scan(ctx, w.ids, listed, members, false); err != nil {
+			w.holders = nil
+			w.log.Warn("cannot read the group's shards", slog.Any("err", err))
+			return nil
+		}
+		w.nextScan = now.Add(w.scanPeriod())
+	}
+	ids := w.ids
 	mine := w.Owned()
 	inSet := map[string]bool{}
 	for _, id := range ids {
@@ -358,27 +400,20 @@ func (w *Worker) round(ctx context.Context) error {
 			w.releaseID(ctx, id)
 		}
 	}
-	// A membership change moves shards: decide on what the store holds
-	// now rather than on what was last read.
-	fresh := !slices.Equal(members, w.lastLive)
-	w.lastLive = members
-	holders, err := w.scan(ctx, ids, listed.shards, members, fresh)
-	if err != nil {
-		w.log.Warn("cannot read the group's shards", slog.Any("err", err))
-		return nil
-	}
 	mine = w.Owned()
 	if w.memberLease == nil {
 		return nil // not a member: others do not count this worker, so it takes nothing
 	}
-	target := w.target(members, holders, len(ids), len(mine))
-	if target != len(mine) && !fresh {
-		// About to move shards: on what the store holds now.
-		if holders, err = w.scan(ctx, ids, listed.shards, members, true); err != nil {
+	holders := w.holders
+	target := w.target(members, len(ids))
+	if scanned && target > len(mine) {
+		// About to take shards: on what the store holds now.
+		if holders, err = w.scan(ctx, ids, listed, members, true); err != nil {
+			w.holders = nil
 			w.log.Warn("cannot read the group's shards", slog.Any("err", err))
 			return nil
 		}
-		target = w.target(members, holders, len(ids), len(mine))
+		w.holders = holders
 	}
 	switch {
 	case len(mine) > target:
@@ -396,6 +431,7 @@ func (w *Worker) round(ctx context.Context) error {
 		slices.SortFunc(free, func(a, b string) int { return cmpScore(w.member, b, a) })
 		for need := target - len(mine); need > 0 && len(free) > 0; free = free[1:] {
 			if w.take(ctx, free[0]) {
+				holders[free[0]] = w.member
 				need--
 			}
 		}
@@ -403,27 +439,35 @@ func (w *Worker) round(ctx context.Context) error {
 	return nil
 }
 
-// target is this worker's share, given the live members, the shards'
-// holders and the number of shards m, while it owns own of them.
-func (w *Worker) target(members []string, holders map[string]string, m, own int) int {
-	counts := map[string]int{}
+// scanPeriod is the time to the next periodic shard scan: two to three
+// TTLs, at random, so that the members of a group do not list at once.
+func (w *Worker) scanPeriod() time.Duration {
+	w.rndMu.Lock()
+	f := w.seed.Float64()
+	w.rndMu.Unlock()
+	return w.opts.TTL*2 + time.Duration(f*float64(w.opts.TTL))
+}
+
+// target is this worker's share among the live members of m shards:
+// floor(m/n), or the ceiling for the first m mod n members by name. It
+// needs no shard's holder, so that a worker learns whether to move from
+// the membership listing alone, and every member computes the same
+// shares, whatever it last read of the others' shards.
+func (w *Worker) target(members []string, m int) int {
+	counts := make(map[string]int, len(members))
 	for _, n := range members {
 		counts[n] = 0
 	}
-	for _, h := range holders {
-		if _, ok := counts[h]; ok && h != w.member {
-			counts[h]++
-		}
-	}
-	counts[w.member] = own
 	return Target(w.member, counts, m)
 }
 
 // Target returns the number of shards member should own, given how many
 // each live member owns now (counts, including member) and the number of
 // shards m: floor(m/n) or ceil(m/n). The m mod n members owning the most,
-// ties broken by name, are meant to own the ceiling, so that a balanced
-// group stays as it is and an unbalanced one moves as few shards as it can.
+// ties broken by name, are meant to own the ceiling. A Worker counts every
+// member at zero, so that the ceiling goes to the first members by name:
+// every member then computes the same shares from the membership alone,
+// without reading the others' shards.
 func Target(member string, counts map[string]int, m int) int {
 	n := len(counts)
 	if n == 0 {
@@ -469,52 +513,39 @@ func score(member, id string) uint64 {
 	return h.Sum64()
 }
 
-// listing is one listing of a group's records.
-type listing struct {
-	members []providers.Attrs
-	shards  map[string]providers.Attrs // by key
-	ids     []string                   // the shards listed, in key order
-}
-
-// list lists the group's records: one listing of the group's prefix, so
-// that a round costs one list request however many records there are to
-// watch. With an empty prefix (the whole bucket) it lists the members and
-// the shards apart.
-func (w *Worker) list(ctx context.Context) (*listing, error) {
-	l := &listing{shards: map[string]providers.Attrs{}}
-	mp, sp := MembersPrefix(w.cfg.Prefix), ShardsPrefix(w.cfg.Prefix)
-	add := func(a providers.Attrs) error {
-		switch {
-		case strings.HasPrefix(a.Key, mp):
-			l.members = append(l.members, a)
-		case strings.HasPrefix(a.Key, sp):
-			l.shards[a.Key] = a
-			l.ids = append(l.ids, strings.TrimPrefix(a.Key, sp))
-		}
+// listMembers lists the group's membership records, in key order (some
+// stores, S3 Express One Zone, do not list in it).
+func (w *Worker) listMembers(ctx context.Context) ([]providers.Attrs, error) {
+	var members []providers.Attrs
+	err := providers.Walk(ctx, w.sess.Store(), MembersPrefix(w.cfg.Prefix), func(a providers.Attrs) error {
+		members = append(members, a)
 		return nil
-	}
-	if w.cfg.Prefix == "" {
-		if err := providers.Walk(ctx, w.sess.Store(), mp, add); err != nil {
-			return nil, err
-		}
-		if err := providers.Walk(ctx, w.sess.Store(), sp, add); err != nil {
-			return l, err
-		}
-		l.sort()
-		return l, nil
-	}
-	if err := providers.Walk(ctx, w.sess.Store(), join(w.cfg.Prefix, ""), add); err != nil {
-		return l, err
-	}
-	l.sort()
-	return l, nil
+	})
+	slices.SortFunc(members, func(a, b providers.Attrs) int { return strings.Compare(a.Key, b.Key) })
+	return members, err
 }
 
-// sort puts the listing in key order, which some stores (S3 Express One
-// Zone) do not list in.
-func (l *listing) sort() {
-	slices.SortFunc(l.members, func(a, b providers.Attrs) int { return strings.Compare(a.Key, b.Key) })
-	slices.Sort(l.ids)
+// listShards lists the group's shard records by key, and sets w.ids to
+// the shard set: Config.Shards, or the shards listed, in key order.
+func (w *Worker) listShards(ctx context.Context) (map[string]providers.Attrs, error) {
+	listed := map[string]providers.Attrs{}
+	var ids []string
+	sp := ShardsPrefix(w.cfg.Prefix)
+	err := providers.Walk(ctx, w.sess.Store(), sp, func(a providers.Attrs) error {
+		listed[a.Key] = a
+		ids = append(ids, strings.TrimPrefix(a.Key, sp))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if w.cfg.Shards != nil {
+		w.ids = w.cfg.Shards
+	} else {
+		slices.Sort(ids)
+		w.ids = ids
+	}
+	return listed, nil
 }
 
 // liveMembers returns the members whose heartbeat is held and unexpired for
@@ -525,6 +556,7 @@ func (l *listing) sort() {
 // its first sighting.
 func (w *Worker) liveMembers(ctx context.Context, listed []providers.Attrs) ([]string, error) {
 	var live []string
+	w.suspect = false
 	if w.memberLease != nil {
 		live = append(live, w.member)
 	}
@@ -540,7 +572,8 @@ func (w *Worker) liveMembers(ctx context.Context, listed []providers.Attrs) ([]s
 			}
 			w.peers[a.Key] = c
 		}
-		st := c.Observe(a).Status
+		sg := c.Observe(a)
+		st := sg.Status
 		if st == nil {
 			var err error
 			st, err = c.Inspect(ctx)
@@ -555,6 +588,11 @@ func (w *Worker) liveMembers(ctx context.Context, listed []providers.Attrs) ([]s
 		}
 		if r := st.Record; r != nil && r.State == objlease.StateHeld && st.ExpiresIn > 0 && r.Holder != w.member {
 			live = append(live, r.Holder)
+			// A live member renews within a renewal interval; one that has
+			// not for longer (and a round) may be dead.
+			if sg.Unchanged > w.opts.RenewInterval+w.opts.PollInterval {
+				w.suspect = true
+			}
 		}
 	}
 	sort.Strings(live)
@@ -566,13 +604,13 @@ func (w *Worker) liveMembers(ctx context.Context, listed []providers.Attrs) ([]s
 // worker); a shard that cannot be read is left out. It reads a shard only
 // when the listing shows a version it has not read and either fresh is
 // set or that version may not be its owner's renewal: the owner last read
-// is not a live member, or that read is a TTL old (so that a shard that
-// changed hands unseen is noticed within a TTL), or the version has gone
-// unchanged for half a TTL (longer than any live holder waits between
-// renewals: its owner may have died, and the version must be read before
-// it can expire). The versions it does not read still count as seen from
-// the listing, so that a dead owner's shards expire as soon as if every
-// round had read them.
+// is not a live member, or the version has gone unchanged for half a TTL
+// (longer than any live holder waits between renewals: its owner may have
+// died, and the version must be read before it can expire). A live
+// member's renewals are not read, so a shard that changed hands unseen
+// keeps its old holder until a fresh scan, which every move is decided
+// on. The versions it does not read still count as seen from the
+// listing, for their expiry.
 func (w *Worker) scan(ctx context.Context, ids []string, listed map[string]providers.Attrs, live []string, fresh bool) (map[string]string, error) {
 	w.mu.Lock()
 	mine := map[string]bool{}
@@ -601,7 +639,7 @@ func (w *Worker) scan(ctx context.Context, ids []string, listed map[string]provi
 		st := sg.Status
 		if st == nil {
 			now := w.sess.Clock().Now()
-			if !fresh && !s.readAt.IsZero() && now.Sub(s.readAt) < w.opts.TTL && sg.Unchanged < w.opts.TTL/2 &&
+			if !fresh && !s.readAt.IsZero() && sg.Unchanged < w.opts.TTL/2 &&
 				s.holder != "" && s.holder != w.member && slices.Contains(live, s.holder) {
 				holders[id] = s.holder // its owner's renewal
 				continue

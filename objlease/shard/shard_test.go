@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,6 +43,17 @@ type killable struct {
 	// reads and writes count the requests sent (lists, gets and stats;
 	// creates, replaces and deletes).
 	reads, writes atomic.Int64
+	// sp is the group's shards prefix; shardReads and shardLists count the
+	// reads of shard records and the listings that cover them.
+	sp                     string
+	shardReads, shardLists atomic.Int64
+}
+
+func (k *killable) countRead(key string) {
+	k.reads.Add(1)
+	if k.sp != "" && strings.HasPrefix(key, k.sp) {
+		k.shardReads.Add(1)
+	}
 }
 
 var errCut = errors.New("cut off from the store")
@@ -71,7 +83,7 @@ func (k *killable) Get(ctx context.Context, key string, max int64) (*providers.O
 	if k.dead.Load() {
 		return nil, providers.Wrap("get", key, errCut, nil)
 	}
-	k.reads.Add(1)
+	k.countRead(key)
 	return k.Store.Get(ctx, key, max)
 }
 
@@ -79,7 +91,7 @@ func (k *killable) Stat(ctx context.Context, key string) (*providers.Attrs, erro
 	if k.dead.Load() {
 		return nil, providers.Wrap("stat", key, errCut, nil)
 	}
-	k.reads.Add(1)
+	k.countRead(key)
 	return k.Store.Stat(ctx, key)
 }
 
@@ -88,6 +100,9 @@ func (k *killable) List(ctx context.Context, prefix, page string, n int) (provid
 		return providers.ListPage{}, providers.Wrap("list", prefix, errCut, nil)
 	}
 	k.reads.Add(1)
+	if k.sp != "" && strings.HasPrefix(k.sp, prefix) {
+		k.shardLists.Add(1)
+	}
 	return k.Store.List(ctx, prefix, page, n)
 }
 
@@ -229,7 +244,7 @@ func newWorker(store providers.Store, cfg shard.Config) (*shard.Worker, error) {
 
 func (g *group) join(name string) *node {
 	g.t.Helper()
-	ks := &killable{Store: g.store, clk: g.clk, sent: map[string]time.Time{}}
+	ks := &killable{Store: g.store, clk: g.clk, sent: map[string]time.Time{}, sp: shard.ShardsPrefix(g.prefix)}
 	w, err := newWorker(ks, shard.Config{Prefix: g.prefix, Member: name, Shards: g.ids, Options: g.options(), Work: g.chk.work(name)})
 	if err != nil {
 		g.t.Fatal(err)
@@ -282,6 +297,9 @@ func (g *group) drive(what string, cond func() bool) time.Duration {
 			return g.clk.Now().Sub(start)
 		}
 		g.step()
+	}
+	for name, n := range g.nodes {
+		g.t.Logf("%s owns %v", name, n.w.Owned())
 	}
 	g.t.Fatalf("never happened: %s", what)
 	return 0
@@ -403,18 +421,20 @@ func TestDeadWorkerShardsTakenAfterTTLNotBefore(t *testing.T) {
 				t.Errorf("shard %s taken by %s at %v, before TTL×(1+b) = %v after the dead owner's last write at %v",
 					s.shard, s.member, s.at.Sub(epoch), wait, last.Sub(epoch))
 			}
-			// The bound docs/sharing.md states: TTL × (1 + b) and two rounds
-			// after the dead owner's last write (of the shard or of its
-			// membership, which must expire too), although the survivors read
-			// a live owner's shards only about once per TTL.
+			// The bound docs/sharing.md states: TTL × (1 + b), a renewal
+			// interval and four rounds after the dead owner's last write (of
+			// the shard or of its membership, which must expire too): the
+			// survivors list the shards only once the owner's renewals are
+			// overdue, and date its shards' versions from that listing.
 			lastWrite := last
 			if lastMember.After(lastWrite) {
 				lastWrite = lastMember
 			}
 			late := s.at.Sub(lastWrite.Add(wait))
+			bound := g.options().RenewInterval + 4*round
 			t.Logf("shard %s taken by %s %v after TTL×(1+b) past the owner's last write", s.shard, s.member, late)
-			if late > 2*round {
-				t.Errorf("shard %s taken %v after TTL×(1+b) past its dead owner's last write, want within two rounds (%v)", s.shard, late, 2*round)
+			if late > bound {
+				t.Errorf("shard %s taken %v after TTL×(1+b) past its dead owner's last write, want within a renewal interval and four rounds (%v)", s.shard, late, bound)
 			}
 		}
 	})
@@ -462,6 +482,56 @@ func TestSettledGroupRequestsPerRound(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSettledGroupShardRequestsDoNotGrowWithMembersTimesShards: in a
+// settled group the members neither list nor read one another's shards
+// every round; the shard-related requests of the whole group are the
+// owners' renewals and a periodic listing by each member (every two to
+// three TTLs), whatever N × M is.
+func TestSettledGroupShardRequestsDoNotGrowWithMembersTimesShards(t *testing.T) {
+	for _, c := range []struct{ n, m int }{{2, 10}, {4, 40}, {8, 80}} {
+		t.Run(fmt.Sprintf("N%d_M%d", c.n, c.m), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGroup(t, mem.New(), c.m)
+				for _, name := range names(c.n) {
+					g.join(name)
+				}
+				g.settle(names(c.n)...)
+				g.quiet(3 * ttl) // the scans of settling are over
+				const window = 6 * ttl
+				var reads, lists, writes int64
+				count := func(sign int64) {
+					for _, nd := range g.nodes {
+						reads += sign * nd.store.shardReads.Load()
+						lists += sign * nd.store.shardLists.Load()
+						writes += sign * nd.store.writes.Load()
+					}
+				}
+				count(-1)
+				g.quiet(window)
+				count(1)
+				o := g.options()
+				// Each member lists the shards at most once per two TTLs, plus
+				// one for the window's edge; nobody reads a live owner's shard.
+				maxLists := int64(c.n) * (int64(window/(2*ttl)) + 1)
+				maxWrites := int64(c.m+c.n) * (int64(window/o.RenewInterval) + 1)
+				t.Logf("N=%d M=%d in %v: %d shard listings, %d shard reads, %d writes", c.n, c.m, window, lists, reads, writes)
+				if reads != 0 {
+					t.Errorf("a settled group read shard records %d times in %v, want none", reads, window)
+				}
+				if lists > maxLists {
+					t.Errorf("a settled group listed its shards %d times in %v, want at most %d (each member once per two TTLs)", lists, window, maxLists)
+				}
+				if writes > maxWrites {
+					t.Errorf("a settled group wrote %d times in %v, want at most %d (the renewals)", writes, window, maxWrites)
+				}
+				if !g.balanced(names(c.n)...) {
+					t.Error("not balanced")
+				}
+			})
+		})
+	}
 }
 
 func TestGracefulLeaveReleasesAtOnce(t *testing.T) {
