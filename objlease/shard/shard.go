@@ -299,7 +299,10 @@ func (w *Worker) Run(ctx context.Context) error {
 			break
 		}
 	}
-	bg := context.WithoutCancel(ctx)
+	// Leaving takes a TTL at most, even cut off from the store: by then
+	// every lease of this worker has expired (see release).
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opts.TTL)
+	defer cancel()
 	var wg sync.WaitGroup
 	for _, o := range w.snapshot() {
 		wg.Go(func() { w.release(bg, o) })
@@ -757,6 +760,11 @@ func (w *Worker) releaseID(ctx context.Context, id string) {
 // while this one's runs.
 func (w *Worker) release(ctx context.Context, o *owned) {
 	l := o.shard.Lease
+	// A release that cannot reach the store gives up after a TTL: by then
+	// the lease has expired and the shard is free to take anyway, and a
+	// worker must not hang in it (ctx is not cancelled while handing over).
+	ctx, cancel := context.WithTimeout(ctx, w.opts.TTL)
+	defer cancel()
 	var err error
 	if callbackBeforeRelease() {
 		o.cancel(errHandingOver)

@@ -578,6 +578,31 @@ func TestGracefulLeaveReleasesAtOnce(t *testing.T) {
 	})
 }
 
+// TestLeavingWhileCutOffReturns: a worker cut off from the store when it
+// leaves cannot release its shards; Run still returns, after a TTL at
+// most (the leases have expired by then), rather than re-reading for ever
+// to learn whether the release landed.
+func TestLeavingWhileCutOffReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, mem.New(), 4)
+		for _, n := range names(2) {
+			g.join(n)
+		}
+		g.settle(names(2)...)
+		leaving := g.nodes["w2"]
+		if len(leaving.w.Owned()) == 0 {
+			t.Fatal("w2 owns nothing to hand over")
+		}
+		leaving.store.dead.Store(true)
+		start := time.Now()
+		leaving.cancel()
+		g.waitStopped(leaving)
+		if took := time.Since(start); took > ttl+time.Second {
+			t.Fatalf("Run returned %v after leaving while cut off, want within a TTL (%v)", took, ttl)
+		}
+	})
+}
+
 // TestWorkEndsBeforeNextOwnerStarts hands shards over while each Work
 // lingers after its context ends; the next owner must not start meanwhile.
 func TestWorkEndsBeforeNextOwnerStarts(t *testing.T) {
