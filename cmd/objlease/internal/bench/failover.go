@@ -233,9 +233,12 @@ func (p *holderProc) finish() error {
 
 // failoverReport is the failover section's result.
 type failoverReport struct {
-	Trials int            `json:"trials"`
-	Rules  []failoverRule `json:"rules"`
-	Fresh  []freshReport  `json:"fresh"`
+	Trials int `json:"trials"`
+	// DateLag is how far the store's Date runs behind its Last-Modified;
+	// the store-clock rule waits for the Date, so its goal includes it.
+	DateLag dateLag        `json:"date_lag"`
+	Rules   []failoverRule `json:"rules"`
+	Fresh   []freshReport  `json:"fresh"`
 }
 
 // failoverRule is the time from a holder's SIGKILL (or, with Ending
@@ -275,9 +278,15 @@ type freshReport struct {
 
 func (b *bench) failover(ctx context.Context) (*failoverReport, error) {
 	r := &failoverReport{Trials: b.trials}
+	b.prog.show(true, "failover: measuring the store's clocks")
+	lag, err := b.measureDateLag(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.DateLag = lag
 	for _, ending := range []string{endKill, endRelease} {
 		for _, rule := range []string{ruleObserved, ruleStoreClock} {
-			fr, err := b.failoverTrials(ctx, rule, ending)
+			fr, err := b.failoverTrials(ctx, rule, ending, lag)
 			if err != nil {
 				return nil, err
 			}
@@ -310,9 +319,10 @@ const rttAllowance = 100 * time.Millisecond
 // Under the store-clock rule, on a store that reports its time, the
 // contender reads when the store's clock could show the last write it saw
 // expired, so the goal is TTL + the store's timestamp granularity + the
-// margin (1 s) + a round trip from the holder's last write, and from a
-// release, which that read sees.
-func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failoverRule, error) {
+// margin (1 s) + how far the store's Date runs behind its Last-Modified
+// (lag) + a round trip from the holder's last write, and from a release,
+// which that read sees.
+func (b *bench) failoverTrials(ctx context.Context, rule, ending string, lag dateLag) (*failoverRule, error) {
 	key := b.key("failover-" + rule + "-" + ending)
 	fr := &failoverRule{Rule: rule, Ending: ending}
 	var goalD time.Duration
@@ -338,7 +348,7 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failo
 				h.kill()
 				return nil, err
 			}
-			goalD, fr.GoalFrom = b.failoverGoal(rule, ending, !a.StoreTime.IsZero())
+			goalD, fr.GoalFrom = b.failoverGoal(rule, ending, !a.StoreTime.IsZero(), lag)
 			fr.GoalMs = ms(goalD)
 		}
 		o := b.options(fmt.Sprintf("failover-%s-%d", rule, i))
@@ -424,10 +434,13 @@ const goalFromWrite = "last write"
 
 // failoverGoal is the goal of a failover trial and what it is measured
 // from (see failoverTrials).
-func (b *bench) failoverGoal(rule, ending string, storeTime bool) (time.Duration, string) {
+func (b *bench) failoverGoal(rule, ending string, storeTime bool, lag dateLag) (time.Duration, string) {
 	switch {
 	case rule == ruleStoreClock && storeTime:
 		d := b.ttl + b.props.TimestampGranularity + time.Second + rttAllowance
+		if lag.Known && lag.HiMs > 0 {
+			d += fromMs(lag.HiMs)
+		}
 		if ending == endKill {
 			return d, goalFromWrite
 		}
@@ -527,7 +540,11 @@ func (b *bench) freshTakeovers(ctx context.Context) ([]freshReport, error) {
 
 func printFailover(w io.Writer, r *failoverReport) {
 	fmt.Fprintf(w, "\nFAILOVER: a holder process is killed with SIGKILL, or releases the lease, while a contender waits in Acquire; time from the kill (release) until the contender holds the lease, and from the holder's last write, %d trials per rule\n", r.Trials)
-	fmt.Fprintln(w, "RULE\tENDING\tP50\tP90\tMAX\tP50/TTL\tP90/TTL\tMAX/TTL\tLAST WRITE P50\tMAX\tGOAL: OBSERVED KILL <= TTL + POLL, RELEASE <= POLL + R/16; STORE-CLOCK <= TTL + GRANULARITY + MARGIN + 100ms\t")
+	if l := r.DateLag; l.Known {
+		fmt.Fprintf(w, "The store's Date runs %v to %v behind its Last-Modified; the store-clock rule waits for the Date, so its goal includes the lag.\n",
+			fromMs(l.LoMs).Round(time.Millisecond), fromMs(l.HiMs).Round(time.Millisecond))
+	}
+	fmt.Fprintln(w, "RULE\tENDING\tP50\tP90\tMAX\tP50/TTL\tP90/TTL\tMAX/TTL\tLAST WRITE P50\tMAX\tGOAL: OBSERVED KILL <= TTL + POLL, RELEASE <= POLL + R/16; STORE-CLOCK <= TTL + GRANULARITY + MARGIN + DATE LAG + 100ms\t")
 	for _, f := range r.Rules {
 		fromWrite := "-\t-"
 		if f.Ending == endKill {
