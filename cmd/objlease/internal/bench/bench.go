@@ -81,6 +81,7 @@ type bench struct {
 	prefix  string // the URL's key prefix
 	scratch string // prefix + "objlease-bench-RANDOM/"
 	prog    *progress
+	clocks  *lagMeter // the store's clocks, placed by the first store-clock failover
 
 	only       map[string]bool
 	samples    int

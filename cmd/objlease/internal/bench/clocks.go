@@ -25,6 +25,26 @@ type dateLag struct {
 	Known bool    `json:"known"`
 }
 
+// widen is the range that holds both l and m (whichever is known).
+func (l dateLag) widen(m dateLag) dateLag {
+	switch {
+	case !m.Known:
+		return l
+	case !l.Known:
+		return m
+	}
+	return dateLag{LoMs: min(l.LoMs, m.LoMs), HiMs: max(l.HiMs, m.HiMs), Known: true}
+}
+
+// allowance is what a failover goal allows for the lag: its upper bound,
+// if the store-clock rule applies and the lag is known and positive.
+func (l dateLag) allowance(storeClock bool) time.Duration {
+	if !storeClock || !l.Known || l.HiMs < 0 {
+		return 0
+	}
+	return fromMs(l.HiMs)
+}
+
 // clockSample is one write (or read) as the client saw it: sent and
 // returned on the client's clock, with what the store said.
 type clockSample struct {
@@ -111,48 +131,75 @@ func (e *clockEstimate) next(earliest time.Time) time.Time {
 	return tick.Add(-mid).Add(-e.rtt / 2)
 }
 
-// measureDateLag writes and reads a scratch object at random phases of
-// the second, and estimates from the answers how far the store's Date runs
-// behind its Last-Modified.
-func (b *bench) measureDateLag(ctx context.Context) (dateLag, error) {
-	key := b.key("clocks")
-	e := clockEstimate{lmGran: max(b.props.TimestampGranularity, time.Millisecond)}
+// lagMeter measures the store's Date lag: the Last-Modified clock once,
+// from writes to a scratch object, then the Date again whenever asked,
+// from reads of it, since a Date refreshed once a second walks as the
+// refresh drifts (versitygw's about a millisecond a second).
+type lagMeter struct {
+	b   *bench
+	key string
+	e   clockEstimate
+}
+
+// newLagMeter writes a scratch object at phases chosen to place both
+// clocks (see clockEstimate.next); the bench removes it with the rest of
+// its scratch prefix.
+func (b *bench) newLagMeter(ctx context.Context) (*lagMeter, error) {
+	m := &lagMeter{b: b, key: b.key("clocks"), e: clockEstimate{lmGran: max(b.props.TimestampGranularity, time.Millisecond)}}
 	version := ""
-	defer func() {
-		if version != "" {
-			_ = b.store.Delete(context.WithoutCancel(ctx), key, version)
-		}
-	}()
 	for range 3 * minClockSamples {
-		if err := sleep(ctx, time.Until(e.next(time.Now().Add(b.props.MinWriteInterval)))); err != nil {
-			return dateLag{}, err
+		if err := sleep(ctx, time.Until(m.e.next(time.Now().Add(b.props.MinWriteInterval)))); err != nil {
+			return nil, err
 		}
 		sent := time.Now()
 		var res providers.WriteResult
 		var err error
 		if version == "" {
-			res, err = b.store.Create(ctx, key, []byte("objlease bench clocks"), nil)
+			res, err = b.store.Create(ctx, m.key, []byte("objlease bench clocks"), nil)
 		} else {
-			res, err = b.store.Replace(ctx, key, []byte("objlease bench clocks"), nil, version)
+			res, err = b.store.Replace(ctx, m.key, []byte("objlease bench clocks"), nil, version)
 		}
 		if err != nil {
-			return dateLag{}, fmt.Errorf("measuring the store's clocks at %q: %w", key, err)
+			return nil, fmt.Errorf("measuring the store's clocks at %q: %w", m.key, err)
 		}
 		got := time.Now()
 		version = res.Version
 		lastModified := res.LastModified
 		if lastModified.IsZero() {
 			// Some stores stamp a write but report the stamp only on a read.
-			a, err := b.store.Stat(ctx, key)
+			a, err := b.store.Stat(ctx, m.key)
 			if err != nil && !errors.Is(err, providers.ErrNotFound) {
-				return dateLag{}, fmt.Errorf("measuring the store's clocks at %q: %w", key, err)
+				return nil, fmt.Errorf("measuring the store's clocks at %q: %w", m.key, err)
 			}
 			if err == nil && a.Version == version {
 				lastModified = a.LastModified
-				e.add(clockSample{sent: got, got: time.Now(), date: a.StoreTime})
+				m.e.add(clockSample{sent: got, got: time.Now(), date: a.StoreTime})
 			}
 		}
-		e.add(clockSample{sent: sent, got: got, lastModified: lastModified, date: res.StoreTime})
+		m.e.add(clockSample{sent: sent, got: got, lastModified: lastModified, date: res.StoreTime})
 	}
-	return e.lag(), nil
+	return m, nil
+}
+
+// lag places the Date clock afresh, from reads only, and returns the lag.
+func (m *lagMeter) lag(ctx context.Context) (dateLag, error) {
+	if m.e.lm.n < minClockSamples {
+		return dateLag{}, nil // no Last-Modified to measure against
+	}
+	m.e.date = window{}
+	for range 2 * minClockSamples {
+		if m.e.date.n >= minClockSamples && m.e.date.hi-m.e.date.lo < 10*time.Millisecond {
+			break
+		}
+		if err := sleep(ctx, time.Until(m.e.next(time.Now()))); err != nil {
+			return dateLag{}, err
+		}
+		sent := time.Now()
+		a, err := m.b.store.Stat(ctx, m.key)
+		if err != nil {
+			return dateLag{}, fmt.Errorf("measuring the store's Date at %q: %w", m.key, err)
+		}
+		m.e.add(clockSample{sent: sent, got: time.Now(), date: a.StoreTime})
+	}
+	return m.e.lag(), nil
 }

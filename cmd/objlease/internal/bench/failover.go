@@ -233,12 +233,9 @@ func (p *holderProc) finish() error {
 
 // failoverReport is the failover section's result.
 type failoverReport struct {
-	Trials int `json:"trials"`
-	// DateLag is how far the store's Date runs behind its Last-Modified;
-	// the store-clock rule waits for the Date, so its goal includes it.
-	DateLag dateLag        `json:"date_lag"`
-	Rules   []failoverRule `json:"rules"`
-	Fresh   []freshReport  `json:"fresh"`
+	Trials int            `json:"trials"`
+	Rules  []failoverRule `json:"rules"`
+	Fresh  []freshReport  `json:"fresh"`
 }
 
 // failoverRule is the time from a holder's SIGKILL (or, with Ending
@@ -251,6 +248,10 @@ type failoverRule struct {
 	// FromWrite is the time from the holder's last write (when it was
 	// sent) until the contender held the lease.
 	FromWrite dist `json:"last_write_to_held"`
+	// DateLag is how far the store's Date ran behind its Last-Modified
+	// (store-clock rule only): the rule waits for the Date, so its goal
+	// includes it.
+	DateLag dateLag `json:"date_lag"`
 	// GoalFrom is what the goal is measured from: "kill", "release" or
 	// "last write".
 	GoalFrom string  `json:"goal_from"`
@@ -278,15 +279,9 @@ type freshReport struct {
 
 func (b *bench) failover(ctx context.Context) (*failoverReport, error) {
 	r := &failoverReport{Trials: b.trials}
-	b.prog.show(true, "failover: measuring the store's clocks")
-	lag, err := b.measureDateLag(ctx)
-	if err != nil {
-		return nil, err
-	}
-	r.DateLag = lag
 	for _, ending := range []string{endKill, endRelease} {
 		for _, rule := range []string{ruleObserved, ruleStoreClock} {
-			fr, err := b.failoverTrials(ctx, rule, ending, lag)
+			fr, err := b.failoverTrials(ctx, rule, ending)
 			if err != nil {
 				return nil, err
 			}
@@ -322,11 +317,38 @@ const rttAllowance = 100 * time.Millisecond
 // margin (1 s) + how far the store's Date runs behind its Last-Modified
 // (lag) + a round trip from the holder's last write, and from a release,
 // which that read sees.
-func (b *bench) failoverTrials(ctx context.Context, rule, ending string, lag dateLag) (*failoverRule, error) {
+func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failoverRule, error) {
 	key := b.key("failover-" + rule + "-" + ending)
 	fr := &failoverRule{Rule: rule, Ending: ending}
-	var goalD time.Duration
+	// Under the store-clock rule the takeover waits for the store's Date,
+	// whose lag behind Last-Modified may walk (see lagMeter): each trial
+	// is judged with the larger lag measured just before and just after it.
+	var meter *lagMeter
+	var lag dateLag
+	measureLag := func() (dateLag, error) {
+		if meter == nil {
+			return dateLag{}, nil
+		}
+		l, err := meter.lag(ctx)
+		fr.DateLag = fr.DateLag.widen(l)
+		return l, err
+	}
+	if rule == ruleStoreClock {
+		b.prog.show(true, "failover (%s rule, %s): measuring the store's clocks", rule, ending)
+		var err error
+		if b.clocks == nil {
+			if b.clocks, err = b.newLagMeter(ctx); err != nil {
+				return nil, err
+			}
+		}
+		meter = b.clocks
+		if lag, err = measureLag(); err != nil {
+			return nil, err
+		}
+	}
+	var lags []dateLag // of each trial in elapsed
 	var elapsed, fromWrite []time.Duration
+	storeTime := false
 	type acquired struct {
 		l   *objlease.Lease
 		err error
@@ -348,8 +370,7 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string, lag dat
 				h.kill()
 				return nil, err
 			}
-			goalD, fr.GoalFrom = b.failoverGoal(rule, ending, !a.StoreTime.IsZero(), lag)
-			fr.GoalMs = ms(goalD)
+			storeTime = !a.StoreTime.IsZero()
 		}
 		o := b.options(fmt.Sprintf("failover-%s-%d", rule, i))
 		if rule == ruleStoreClock {
@@ -414,7 +435,17 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string, lag dat
 		if err := a.l.Release(ctx); err != nil && !errors.Is(err, objlease.ErrLeaseLost) {
 			return nil, err
 		}
+		if len(lags) < len(elapsed) {
+			after, err := measureLag()
+			if err != nil {
+				return nil, err
+			}
+			lags, lag = append(lags, lag.widen(after)), after
+		}
 	}
+	var goalD time.Duration
+	goalD, fr.GoalFrom = b.failoverGoal(rule, ending, storeTime)
+	fr.GoalMs = ms(goalD)
 	fr.Elapsed, fr.FromWrite = summarise(elapsed), summarise(fromWrite)
 	ttl := ms(b.ttl)
 	fr.P50TTL, fr.P90TTL, fr.MaxTTL = fr.Elapsed.P50/ttl, fr.Elapsed.P90/ttl, fr.Elapsed.Max/ttl
@@ -422,8 +453,8 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string, lag dat
 	if fr.GoalFrom == goalFromWrite {
 		judged = fromWrite
 	}
-	for _, e := range judged {
-		if e > goalD {
+	for i, e := range judged {
+		if e > goalD+lags[i].allowance(rule == ruleStoreClock && storeTime) {
 			fr.OverGoal++
 		}
 	}
@@ -434,13 +465,10 @@ const goalFromWrite = "last write"
 
 // failoverGoal is the goal of a failover trial and what it is measured
 // from (see failoverTrials).
-func (b *bench) failoverGoal(rule, ending string, storeTime bool, lag dateLag) (time.Duration, string) {
+func (b *bench) failoverGoal(rule, ending string, storeTime bool) (time.Duration, string) {
 	switch {
 	case rule == ruleStoreClock && storeTime:
 		d := b.ttl + b.props.TimestampGranularity + time.Second + rttAllowance
-		if lag.Known && lag.HiMs > 0 {
-			d += fromMs(lag.HiMs)
-		}
 		if ending == endKill {
 			return d, goalFromWrite
 		}
@@ -540,9 +568,11 @@ func (b *bench) freshTakeovers(ctx context.Context) ([]freshReport, error) {
 
 func printFailover(w io.Writer, r *failoverReport) {
 	fmt.Fprintf(w, "\nFAILOVER: a holder process is killed with SIGKILL, or releases the lease, while a contender waits in Acquire; time from the kill (release) until the contender holds the lease, and from the holder's last write, %d trials per rule\n", r.Trials)
-	if l := r.DateLag; l.Known {
-		fmt.Fprintf(w, "The store's Date runs %v to %v behind its Last-Modified; the store-clock rule waits for the Date, so its goal includes the lag.\n",
-			fromMs(l.LoMs).Round(time.Millisecond), fromMs(l.HiMs).Round(time.Millisecond))
+	for _, f := range r.Rules {
+		if l := f.DateLag; l.Known {
+			fmt.Fprintf(w, "Store-clock, %s: the store's Date ran %v to %v behind its Last-Modified over the trials; the rule waits for the Date, so each trial's goal adds the lag measured just before and after it.\n",
+				f.Ending, fromMs(l.LoMs).Round(time.Millisecond), fromMs(l.HiMs).Round(time.Millisecond))
+		}
 	}
 	fmt.Fprintln(w, "RULE\tENDING\tP50\tP90\tMAX\tP50/TTL\tP90/TTL\tMAX/TTL\tLAST WRITE P50\tMAX\tGOAL: OBSERVED KILL <= TTL + POLL, RELEASE <= POLL + R/16; STORE-CLOCK <= TTL + GRANULARITY + MARGIN + DATE LAG + 100ms\t")
 	for _, f := range r.Rules {
@@ -550,7 +580,11 @@ func printFailover(w io.Writer, r *failoverReport) {
 		if f.Ending == endKill {
 			fromWrite = fmt.Sprintf("%v\t%v", fromMs(f.FromWrite.P50).Round(time.Millisecond), fromMs(f.FromWrite.Max).Round(time.Millisecond))
 		}
-		note := fmt.Sprintf("%v from the %s: %s", fromMs(f.GoalMs).Round(time.Millisecond), f.GoalFrom, goal(f.OverGoal == 0))
+		lag := ""
+		if f.DateLag.allowance(f.GoalFrom == goalFromWrite || f.Rule == ruleStoreClock) > 0 {
+			lag = " + Date lag"
+		}
+		note := fmt.Sprintf("%v%s from the %s: %s", fromMs(f.GoalMs).Round(time.Millisecond), lag, f.GoalFrom, goal(f.OverGoal == 0))
 		if f.OverGoal > 0 {
 			note += fmt.Sprintf(" in %d trials", f.OverGoal)
 		}
