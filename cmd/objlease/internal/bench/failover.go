@@ -302,6 +302,10 @@ const (
 	endRelease = "release" // a graceful release
 )
 
+// storeClockMargin is StoreClockRule.Margin's default, which the bench
+// uses.
+const storeClockMargin = time.Second
+
 // rttAllowance is the round trip the store-clock goal allows for the
 // read that takes over.
 const rttAllowance = 100 * time.Millisecond
@@ -468,7 +472,7 @@ const goalFromWrite = "last write"
 func (b *bench) failoverGoal(rule, ending string, storeTime bool) (time.Duration, string) {
 	switch {
 	case rule == ruleStoreClock && storeTime:
-		d := b.ttl + b.props.TimestampGranularity + time.Second + rttAllowance
+		d := b.ttl + b.props.TimestampGranularity + storeClockMargin + rttAllowance
 		if ending == endKill {
 			return d, goalFromWrite
 		}
@@ -569,6 +573,10 @@ func (b *bench) freshTakeovers(ctx context.Context) ([]freshReport, error) {
 func printFailover(w io.Writer, r *failoverReport) {
 	fmt.Fprintf(w, "\nFAILOVER: a holder process is killed with SIGKILL, or releases the lease, while a contender waits in Acquire; time from the kill (release) until the contender holds the lease, and from the holder's last write, %d trials per rule\n", r.Trials)
 	for _, f := range r.Rules {
+		if l := f.DateLag; l.Known && l.LoMs < -ms(storeClockMargin) {
+			fmt.Fprintf(w, "WARNING: the store's Date ran up to %v AHEAD of its Last-Modified, more than the store-clock rule's margin (%v): the rule is not safe on this store.\n",
+				-fromMs(l.LoMs).Round(time.Millisecond), storeClockMargin)
+		}
 		if l := f.DateLag; l.Known {
 			fmt.Fprintf(w, "Store-clock, %s: the store's Date ran %v to %v behind its Last-Modified over the trials; the rule waits for the Date, so each trial's goal adds the lag measured just before and after it.\n",
 				f.Ending, fromMs(l.LoMs).Round(time.Millisecond), fromMs(l.HiMs).Round(time.Millisecond))
