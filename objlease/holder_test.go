@@ -24,7 +24,7 @@ func TestHolderValidated(t *testing.T) {
 		{"host-1/4242/be3f", ""},
 		{"Zoë the ünïcode holder", ""},
 		{"worker 7", ""},
-		{strings.Repeat("x", objlease.MaxHolderSize), ""},
+		{strings.Repeat("x", 256), ""},
 		{"alice\nbob", `U+000A at byte 5`},
 		{"a\tb", `U+0009 at byte 1`},
 		{"\x1b[31mred", `U+001B at byte 0`},
@@ -34,7 +34,7 @@ func TestHolderValidated(t *testing.T) {
 		{"   ", `only spaces`},
 		{" alice", `leading or trailing space`},
 		{"alice ", `leading or trailing space`},
-		{strings.Repeat("x", objlease.MaxHolderSize+1), `257 bytes, more than 256`},
+		{strings.Repeat("x", 257), `257 bytes, more than 256`},
 	} {
 		_, err := objlease.New(mem.New(), "k", objlease.Options{Holder: tc.holder})
 		if tc.want == "" {

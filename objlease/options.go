@@ -25,9 +25,8 @@ const (
 // the store.
 const (
 	// MinTTL is the shortest TTL accepted (MaxTTL the longest).
-	MinTTL = 100 * time.Millisecond
-	// MinRenewInterval is the shortest renewal interval accepted.
-	MinRenewInterval = 10 * time.Millisecond
+	MinTTL           = 100 * time.Millisecond
+	minRenewInterval = 10 * time.Millisecond
 )
 
 // Options configure a Client. The zero value is usable: every zero field
@@ -40,7 +39,7 @@ type Options struct {
 	TTL time.Duration
 	// RenewInterval is how often a held lease is renewed. Default TTL/3. It
 	// must leave room for at least two renewals within the holder's safe
-	// validity (TTL × (1 − DriftBound)), be at least MinRenewInterval, and
+	// validity (TTL × (1 − DriftBound)), be at least 10 ms, and
 	// respect the store's MinWriteInterval.
 	RenewInterval time.Duration
 	// PollInterval is how often Acquire reads while the lease is held
@@ -69,7 +68,7 @@ type Options struct {
 
 	// Holder identifies this client in records. Default host/pid/random.
 	// It is shown one per row by tools that list leases, so it must be 1 to
-	// MaxHolderSize bytes of printable Unicode (letters, marks, numbers,
+	// 256 bytes of printable Unicode (letters, marks, numbers,
 	// punctuation, symbols and the ASCII space): no control characters,
 	// tabs, newlines or invisible format characters, and no leading or
 	// trailing space. See CheckHolder.
@@ -100,7 +99,7 @@ type Options struct {
 	// overwrote the record, so that Force can replace the object safely.
 	// nil means that no floor was given; a floor of 0 is the explicit word
 	// that no token was ever issued, so that token 1 is safe. Use
-	// [TokenFloor] to make one.
+	// new(uint64(n)) makes one.
 	MinToken *uint64
 	// FencedKeys names data objects in the lease's store written through
 	// package fence with this lease's tokens. Each carries the highest
@@ -126,9 +125,6 @@ type Options struct {
 	// mixes in a salt of its own from crypto/rand.
 	Rand *rand.Rand
 }
-
-// TokenFloor returns n as an Options.MinToken.
-func TokenFloor(n uint64) *uint64 { return &n }
 
 // StoreClockRule is the opt-in fast-takeover rule. It assumes that the
 // store's clocks (the ones stamping Last-Modified and answering with Date)
@@ -172,7 +168,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.MinToken != nil {
-		o.MinToken = TokenFloor(*o.MinToken) // the caller's variable may change
+		o.MinToken = new(*o.MinToken) // the caller's variable may change
 	}
 	o.FencedKeys = slices.Clone(o.FencedKeys)
 	if o.Rand == nil {
@@ -203,8 +199,8 @@ func (o Options) validate(minWrite time.Duration) error {
 		return bad("DriftBound %v must be in [0, 0.5)", o.DriftBound)
 	case 2*o.RenewInterval > safe:
 		return bad("RenewInterval %v must be at most half the holder's safe validity TTL × (1 − DriftBound) = %v, so that a failed renewal can be retried", o.RenewInterval, safe)
-	case o.RenewInterval < MinRenewInterval:
-		return bad("RenewInterval %v is below %v: renewals would hammer the store", o.RenewInterval, MinRenewInterval)
+	case o.RenewInterval < minRenewInterval:
+		return bad("RenewInterval %v is below %v: renewals would hammer the store", o.RenewInterval, minRenewInterval)
 	case o.RenewInterval < minWrite:
 		return bad("RenewInterval %v is below the store's minimum interval between writes to one object (%v)", o.RenewInterval, minWrite)
 	case o.StoreClock != nil && o.StoreClock.Margin < 0:
@@ -223,8 +219,8 @@ func (o Options) validate(minWrite time.Duration) error {
 	return nil
 }
 
-// MaxHolderSize bounds a holder identity, in bytes.
-const MaxHolderSize = 256
+// maxHolderSize bounds a holder identity, in bytes.
+const maxHolderSize = 256
 
 // CheckHolder reports whether h may be a holder identity (see
 // Options.Holder). The error wraps ErrInvalidOptions and names the first
@@ -242,8 +238,8 @@ func holderProblem(h string) string {
 	switch {
 	case h == "":
 		return "is empty: " + rule
-	case len(h) > MaxHolderSize:
-		return fmt.Sprintf("is %d bytes, more than %d", len(h), MaxHolderSize)
+	case len(h) > maxHolderSize:
+		return fmt.Sprintf("is %d bytes, more than %d", len(h), maxHolderSize)
 	case strings.TrimSpace(h) == "":
 		return fmt.Sprintf("%q is only spaces: %s", h, rule)
 	}

@@ -71,7 +71,7 @@ func TestBadRecordsAreReportedAndKept(t *testing.T) {
 				if _, err := f.TryAcquire(ctx); !errors.Is(err, objlease.ErrTokenUnknown) {
 					t.Fatalf("forced acquire over an object that shows no token: %v, want ErrTokenUnknown", err)
 				}
-				floor = objlease.TokenFloor(0)
+				floor = new(uint64(0))
 			}
 			f := newClient(t, m, "a", clk, func(o *objlease.Options) { o.Force, o.MinToken = true, floor })
 			var he *objlease.HeldError

@@ -343,7 +343,7 @@ func TestForceWaitsOutABadObject(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		// It shows no token: only the word that none was issued lets
 		// Force start from 1 (see TestForceNeverSendsTheTokenBack).
-		f := newClient(t, m, "f", clk, func(o *objlease.Options) { o.Force, o.MinToken = true, objlease.TokenFloor(0) })
+		f := newClient(t, m, "f", clk, func(o *objlease.Options) { o.Force, o.MinToken = true, new(uint64(0)) })
 		var he *objlease.HeldError
 		if _, err := f.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != 10100*time.Millisecond {
 			t.Fatalf("first sight: %v, want to wait this client's TTL × 1.01", err)
@@ -381,13 +381,13 @@ func TestForceNeverSendsTheTokenBack(t *testing.T) {
 		mention string            // what the refusal names
 	}{
 		{name: "nothing shows a token", body: foreign, mention: "MinToken"},
-		{name: "a floor", body: foreign, floor: objlease.TokenFloor(5), want: 6},
-		{name: "a floor of 0 says no token was issued", body: foreign, floor: objlease.TokenFloor(0), want: 1},
+		{name: "a floor", body: foreign, floor: new(uint64(5)), want: 6},
+		{name: "a floor of 0 says no token was issued", body: foreign, floor: new(uint64(0)), want: 1},
 		{name: "a fenced object", body: foreign, fenced: map[string]uint64{"out/a": 7, "out/b": 3}, want: 8},
 		{name: "a named fenced object is absent", body: foreign, fenced: map[string]uint64{"out/a": 7, "out/none": 0}, mention: `"out/none"`},
 		{name: "the client saw token 5", body: foreign, seen: true, want: 6},
 		{name: "the object still carries a token", body: `{"token": 9, "note": "not a lease"}`, want: 10},
-		{name: "the object's token is below a floor", body: `{"token": 3}`, floor: objlease.TokenFloor(5), want: 6},
+		{name: "the object's token is below a floor", body: `{"token": 3}`, floor: new(uint64(5)), want: 6},
 		{name: "the object's token is below a fenced object", body: `{"token": 3}`, fenced: map[string]uint64{"out/a": 7}, want: 8},
 	} {
 		for _, op := range []string{"Break", "Acquire"} {
@@ -486,7 +486,7 @@ func TestTokenFloorAppliesToEveryNewToken(t *testing.T) {
 		t.Fatalf("created with token %d, want 8, above the fenced object's", l.Token())
 	}
 	l.Release(ctx)
-	c = newClient(t, m, "b", clock.NewFake(epoch), func(o *objlease.Options) { o.MinToken = objlease.TokenFloor(20) })
+	c = newClient(t, m, "b", clock.NewFake(epoch), func(o *objlease.Options) { o.MinToken = new(uint64(20)) })
 	if tok, err := c.Break(ctx); err != nil || tok != 21 {
 		t.Fatalf("break over token 8 with a floor of 20: %d, %v; want 21", tok, err)
 	}
