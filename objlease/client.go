@@ -33,7 +33,7 @@ type Client struct {
 	// read. A nil record with a non-nil view means the key was absent.
 	view *observation
 	// listed is the last version a listing showed that this client had not
-	// read (see Observe): a read that finds it counts it as seen since then.
+	// read (see Judge): a read that finds it counts it as seen since then.
 	listed *observation
 	// highest is the highest token this client has seen at the key. A
 	// record with a lower one was rewritten by something else (objlease

@@ -34,6 +34,9 @@ type Status struct {
 	// agreement and decides nothing.
 	Age        time.Duration
 	AgeByStore bool
+	// Unchanged is how long this client has seen Version unchanged, from
+	// its first sighting in a read or a listing (see Judge).
+	Unchanged time.Duration
 }
 
 // Inspect reads the lease without changing it.
@@ -52,7 +55,7 @@ func (c *Client) Inspect(ctx context.Context) (*Status, error) {
 
 // status reports o as judged at now (c.mu held).
 func (c *Client) status(o *observation, now time.Time) *Status {
-	st := &Status{Key: c.key, Version: o.version, Record: o.rec, Attrs: o.attrs, StoreAge: -1}
+	st := &Status{Key: c.key, Version: o.version, Record: o.rec, Attrs: o.attrs, StoreAge: -1, Unchanged: now.Sub(o.since)}
 	if !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {
 		st.StoreAge = o.attrs.StoreTime.Sub(o.attrs.LastModified)
 	}
@@ -69,49 +72,28 @@ func (c *Client) status(o *observation, now time.Time) *Status {
 	return st
 }
 
-// Sighting is what a listing tells a Client about its lease (see Observe).
-type Sighting struct {
-	// Unchanged is how long this client has seen the listed version
-	// unchanged, from its first sighting in a listing or a read.
-	Unchanged time.Duration
-	// Status is the last read's status judged now (ExpiresIn counted from
-	// the version's first sighting, as Inspect would), if the listed
-	// version is the one last read; nil if this client has not read that
-	// version, whose contents it therefore does not know.
-	Status *Status
-}
-
-// Observe notes that a listing (a List page of the lease's store) showed
-// the lease's object at a.Version, without reading it. A version first
-// seen in a listing counts as seen from then on: a read that later finds
-// it judges its expiry from the listing, so that a reader that lists every
-// round and reads only now and then takes over from a holder that stopped
-// renewing as early as one that reads every round. Call it only after the
-// listing returned (the version existed by then). Observe sends no
-// request.
-func (c *Client) Observe(a providers.Attrs) Sighting {
-	now := c.opts.Clock.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if o := c.view; o != nil && o.rec != nil && o.version == a.Version {
-		return Sighting{Unchanged: now.Sub(o.since), Status: c.status(o, now)}
-	}
-	if c.listed == nil || c.listed.version != a.Version {
-		c.listed = &observation{version: a.Version, since: now}
-	}
-	return Sighting{Unchanged: now.Sub(c.listed.since)}
-}
-
-// Judge reports what a record this client did not read itself means for
-// it, by the same rule Inspect and every waiter apply: rec is the record
-// decoded (DecodeRecord) from an object at the client's key, a the
-// object's attributes from the same read (a listing's Get, for example),
-// and the call is made after that read returned. The sighting counts as
-// this client's own read: a version seen before keeps its first sighting.
-// A nil rec reports the key free. Judge sends no request; it returns a
-// *RecordError for an object written through package fence, which is
-// never a lease record, and for a record whose token is lower than one
-// this client has seen at the key.
+// Judge reports what an object at the client's key that this client did
+// not read itself means for it, by the same rule Inspect and every waiter
+// apply, and sends no request. Call it after the read or listing that
+// showed the object returned.
+//
+//   - rec is the record decoded (DecodeRecord) from the object and a the
+//     object's attributes from the same read (a listing's Get, for
+//     example). The sighting counts as this client's own read: a version
+//     seen before keeps its first sighting.
+//   - rec is nil and a.Version is empty: the key is free.
+//   - rec is nil and a.Version is set: a listing showed the object at that
+//     version without reading it. The version counts as seen from then on:
+//     a read that later finds it judges its expiry from the listing, so
+//     that a reader that lists every round and reads only now and then
+//     takes over from a holder that stopped renewing as early as one that
+//     reads every round. If that version is the one this client last read,
+//     the Status is that read's, judged now; otherwise its Record is nil
+//     (the contents are unknown) and only Unchanged counts.
+//
+// Judge returns a *RecordError for an object written through package
+// fence, which is never a lease record, and for a record whose token is
+// lower than one this client has seen at the key.
 func (c *Client) Judge(rec *Record, a providers.Attrs) (*Status, error) {
 	if err := c.fenced(a.Metadata); err != nil {
 		return nil, err
@@ -120,6 +102,14 @@ func (c *Client) Judge(rec *Record, a providers.Attrs) (*Status, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch v := c.view; {
+	case rec == nil && a.Version != "":
+		if v != nil && v.rec != nil && v.version == a.Version {
+			return c.status(v, now), nil
+		}
+		if c.listed == nil || c.listed.version != a.Version {
+			c.listed = &observation{version: a.Version, since: now}
+		}
+		return &Status{Key: c.key, Version: a.Version, Attrs: a, StoreAge: -1, Unchanged: now.Sub(c.listed.since)}, nil
 	case rec == nil:
 		c.view = &observation{since: now}
 	case v != nil && v.rec != nil && v.version == a.Version:

@@ -373,17 +373,17 @@ func (w *watcher) client(key string, fresh bool) (*objlease.Client, error) {
 }
 
 // judge is the library's judgement of the record last read at key, now. A
-// Client's Observe of the version it last read sends no request.
+// Client's Judge of a listed version it last read sends no request.
 func (w *watcher) judge(key string) (time.Duration, time.Duration, objlease.Rule, bool) {
 	cl, s := w.clients[key], w.t.seen[key]
 	if cl == nil || s == nil || s.rec == nil {
 		return 0, 0, "", false
 	}
-	sg := cl.Observe(providers.Attrs{Key: key, Version: s.version})
-	if sg.Status == nil {
+	st, err := cl.Judge(nil, providers.Attrs{Key: key, Version: s.version})
+	if err != nil || st.Record == nil {
 		return 0, 0, "", false
 	}
-	return sg.Status.ExpiresIn, sg.Unchanged, sg.Status.Rule, true
+	return st.ExpiresIn, st.Unchanged, st.Rule, true
 }
 
 func (w *watcher) run(ctx context.Context, poll time.Duration) error {

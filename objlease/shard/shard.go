@@ -575,25 +575,26 @@ func (w *Worker) liveMembers(ctx context.Context, listed []providers.Attrs) ([]s
 			}
 			w.peers[a.Key] = c
 		}
-		sg := c.Observe(a)
-		st := sg.Status
-		if st == nil {
-			var err error
-			st, err = c.Inspect(ctx)
-			switch {
-			case errors.Is(err, providers.ErrNotFound):
-				continue // gone since it was listed
-			case errors.Is(err, objlease.ErrBadRecord), errors.Is(err, objlease.ErrNewerSchema), errors.Is(err, objlease.ErrFencedObject):
-				continue // not a member record
-			case err != nil:
-				return nil, err
+		st, err := c.Judge(nil, a)
+		var unchanged time.Duration // since this client first saw the version
+		if err == nil {
+			if unchanged = st.Unchanged; st.Record == nil {
+				st, err = c.Inspect(ctx)
 			}
+		}
+		switch {
+		case errors.Is(err, providers.ErrNotFound):
+			continue // gone since it was listed
+		case errors.Is(err, objlease.ErrBadRecord), errors.Is(err, objlease.ErrNewerSchema), errors.Is(err, objlease.ErrFencedObject):
+			continue // not a member record
+		case err != nil:
+			return nil, err
 		}
 		if r := st.Record; r != nil && r.State == objlease.StateHeld && st.ExpiresIn > 0 && r.Holder != w.member {
 			live = append(live, r.Holder)
 			// A live member renews within a renewal interval; one that has
 			// not for longer (and a round) may be dead.
-			if sg.Unchanged > w.opts.RenewInterval+w.opts.PollInterval {
+			if unchanged > w.opts.RenewInterval+w.opts.PollInterval {
 				w.suspect = true
 			}
 		}
@@ -638,29 +639,28 @@ func (w *Worker) scan(ctx context.Context, ids []string, listed map[string]provi
 			holders[id], s.holder, s.readAt = "", "", time.Time{}
 			continue
 		}
-		sg := s.c.Observe(a)
-		st := sg.Status
-		if st == nil {
+		st, err := s.c.Judge(nil, a)
+		if err == nil && st.Record == nil {
 			now := w.sess.Clock().Now()
-			if !fresh && !s.readAt.IsZero() && sg.Unchanged < w.opts.TTL/2 &&
+			if !fresh && !s.readAt.IsZero() && st.Unchanged < w.opts.TTL/2 &&
 				s.holder != "" && s.holder != w.member && slices.Contains(live, s.holder) {
 				holders[id] = s.holder // its owner's renewal
 				continue
 			}
 			st, err = s.c.Inspect(ctx)
 			s.readAt = now
-			switch {
-			case errors.Is(err, providers.ErrNotFound):
-				holders[id], s.holder = "", ""
-				continue
-			case err != nil:
-				if ctx.Err() != nil {
-					return nil, err
-				}
-				s.readAt = time.Time{}
-				w.log.Warn("cannot read shard", slog.String("shard", id), slog.Any("err", err))
-				continue
+		}
+		switch {
+		case errors.Is(err, providers.ErrNotFound):
+			holders[id], s.holder = "", ""
+			continue
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, err
 			}
+			s.readAt = time.Time{}
+			w.log.Warn("cannot read shard", slog.String("shard", id), slog.Any("err", err))
+			continue
 		}
 		switch {
 		case st.Record == nil || st.Record.State != objlease.StateHeld || st.ExpiresIn <= 0:

@@ -22,11 +22,21 @@ func listed(t *testing.T, store providers.Store, key string) providers.Attrs {
 	return p.Objects[0]
 }
 
-// TestObserveCountsFromTheListing: a version a listing showed counts as
+// judgeListed is c's judgement of a listing's sighting a.
+func judgeListed(t *testing.T, c *objlease.Client, a providers.Attrs) *objlease.Status {
+	t.Helper()
+	st, err := c.Judge(nil, a)
+	if err != nil {
+		t.Fatalf("judge the listed %q: %v", a.Key, err)
+	}
+	return st
+}
+
+// TestJudgeCountsFromTheListing: a version a listing showed counts as
 // seen from then on, so that a contender that lists often and reads late
 // still takes over TTL × (1 + b) after the listing; a version it read is
 // judged without a request; a new version starts the wait again.
-func TestObserveCountsFromTheListing(t *testing.T) {
+func TestJudgeCountsFromTheListing(t *testing.T) {
 	ctx := context.Background()
 	store := mem.New()
 	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -47,12 +57,12 @@ func TestObserveCountsFromTheListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := listed(t, store, "k")
-	if sg := c.Observe(a); sg.Status != nil || sg.Unchanged != 0 {
-		t.Fatalf("first sighting in a listing: %+v, want no status (not read) and unchanged 0", sg)
+	if st := judgeListed(t, c, a); st.Record != nil || st.Unchanged != 0 {
+		t.Fatalf("first sighting in a listing: %+v, want no record (not read) and unchanged 0", st)
 	}
 	clk.Advance(6 * time.Second)
-	if sg := c.Observe(a); sg.Status != nil || sg.Unchanged != 6*time.Second {
-		t.Fatalf("listed again: %+v, want no status and unchanged 6s", sg)
+	if st := judgeListed(t, c, a); st.Record != nil || st.Unchanged != 6*time.Second {
+		t.Fatalf("listed again: %+v, want no record and unchanged 6s", st)
 	}
 	st, err := c.Inspect(ctx)
 	if err != nil {
@@ -62,16 +72,15 @@ func TestObserveCountsFromTheListing(t *testing.T) {
 		t.Fatalf("read 6 s after the listing: expires in %v, want %v (counted from the listing)", st.ExpiresIn, want)
 	}
 	clk.Advance(4 * time.Second)
-	sg := c.Observe(a)
-	if sg.Status == nil || sg.Status.ExpiresIn != time.Second || sg.Unchanged != 10*time.Second {
-		t.Fatalf("listed after the read: %+v, want the read's status expiring in 1s", sg)
+	if st := judgeListed(t, c, a); st.Record == nil || st.ExpiresIn != time.Second || st.Unchanged != 10*time.Second {
+		t.Fatalf("listed after the read: %+v, want the read's status expiring in 1s", st)
 	}
 	if _, err := c.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) {
 		t.Fatalf("take 10 s after the listing: %v, want ErrHeld", err)
 	}
 	clk.Advance(time.Second)
-	if sg := c.Observe(a); sg.Status == nil || sg.Status.ExpiresIn != 0 {
-		t.Fatalf("11 s after the listing: %+v, want expired", sg)
+	if st := judgeListed(t, c, a); st.Record == nil || st.ExpiresIn != 0 {
+		t.Fatalf("11 s after the listing: %+v, want expired", st)
 	}
 	taken, err := c.TryAcquire(ctx)
 	if err != nil {
@@ -90,8 +99,8 @@ func TestObserveCountsFromTheListing(t *testing.T) {
 		t.Fatal("the takeover did not change the version")
 	}
 	clk.Advance(3 * time.Second)
-	if sg := other.Observe(a); sg.Status != nil || sg.Unchanged != 0 {
-		t.Fatalf("a version this client never saw: %+v, want a first sighting", sg)
+	if st := judgeListed(t, other, a); st.Record != nil || st.Unchanged != 0 {
+		t.Fatalf("a version this client never saw: %+v, want a first sighting", st)
 	}
 	if st, err := other.Inspect(ctx); err != nil || st.ExpiresIn != 11*time.Second {
 		t.Fatalf("read right after its first listing: %+v, %v; want the whole 11 s", st, err)
