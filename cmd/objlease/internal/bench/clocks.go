@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -124,7 +125,7 @@ func (b *bench) measureDateLag(ctx context.Context) (dateLag, error) {
 		}
 	}()
 	for range 3 * minClockSamples {
-		if err := sleep(ctx, time.Until(e.next(time.Now().Add(b.props.MinWriteInterval)))); err != nil {
+		if err := ctxsleep.For(ctx, time.Until(e.next(time.Now().Add(b.props.MinWriteInterval)))); err != nil {
 			return dateLag{}, err
 		}
 		sent := time.Now()
