@@ -71,17 +71,8 @@ func (c *cli) listCmd(fs *flagSet) action {
 	lf.addDrift(fs)
 	lf.addStoreClock(fs)
 	out := addListOutput(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
-		store, prefix, err := c.open(ctx, url, false)
-		if err != nil {
-			return opErr("list", url, err)
-		}
-		defer store.Close()
-
+	return c.onStore(fs, "list", false, func(ctx context.Context, url string, store providers.Store, prefix string) error {
+		var err error // what list ends with
 		var w *tabwriter.Writer
 		items := []listItem{}
 		if !out.json {
@@ -162,7 +153,7 @@ func (c *cli) listCmd(fs *flagSet) action {
 			err = failed
 		}
 		return opErr("list", url, err)
-	}
+	})
 }
 
 func expiryText(row *listing) string {
