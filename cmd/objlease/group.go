@@ -227,14 +227,9 @@ func (c *cli) groupShow(ctx context.Context, lf *leaseFlags, url, format string,
 		}
 	}
 	wide := format == "wide"
+	out := listFormat{wide: wide, noHeaders: noHeaders}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	if !noHeaders {
-		if wide {
-			fmt.Fprintln(w, "MEMBER\tSTATE\tSHARDS\tLAST SEEN\tTOKEN\tTTL\tRECORD\tEXPIRES")
-		} else {
-			fmt.Fprintln(w, "MEMBER\tSTATE\tSHARDS\tLAST SEEN")
-		}
-	}
+	out.header(w, []string{"MEMBER", "STATE", "SHARDS", "LAST SEEN"}, "TOKEN", "TTL", "RECORD", "EXPIRES")
 	for _, r := range rows {
 		if r.Kind != "member" {
 			continue
@@ -246,13 +241,7 @@ func (c *cli) groupShow(ctx context.Context, lf *leaseFlags, url, format string,
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
-	if !noHeaders {
-		if wide {
-			fmt.Fprintln(w, "SHARD\tSTATE\tTOKEN\tOWNER\tSINCE\tEXPIRES\tLAST WRITE\tTTL\tRECORD\tHOLDER")
-		} else {
-			fmt.Fprintln(w, "SHARD\tSTATE\tTOKEN\tOWNER\tSINCE\tEXPIRES")
-		}
-	}
+	out.header(w, []string{"SHARD", "STATE", "TOKEN", "OWNER", "SINCE", "EXPIRES"}, "LAST WRITE", "TTL", "RECORD", "HOLDER")
 	for _, r := range rows {
 		if r.Kind != "shard" {
 			continue

@@ -77,11 +77,7 @@ func (c *cli) listCmd(fs *flagSet) action {
 		items := []listItem{}
 		if !out.json {
 			w = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-			cols := []string{"KEY", "STATE", "TOKEN", "HOLDER", "AGE", "EXPIRES"}
-			if out.wide {
-				cols = append(cols, "TTL", "ACQUIRED", "RENEWALS", "VERSION", "DATA")
-			}
-			out.header(w, cols...)
+			out.header(w, []string{"KEY", "STATE", "TOKEN", "HOLDER", "AGE", "EXPIRES"}, "TTL", "ACQUIRED", "RENEWALS", "VERSION", "DATA")
 		}
 		var failed error
 		skipped, example := 0, ""

@@ -129,11 +129,16 @@ func addListOutput(fs *flagSet) *listFormat {
 	return lf
 }
 
-// header prints a table's header line unless --no-headers.
-func (lf *listFormat) header(w io.Writer, cols ...string) {
-	if !lf.noHeaders {
-		fmt.Fprintln(w, strings.Join(cols, "\t"))
+// header prints a table's header line unless --no-headers: cols, and
+// with -o wide wide after them.
+func (lf *listFormat) header(w io.Writer, cols []string, wide ...string) {
+	if lf.noHeaders {
+		return
 	}
+	if lf.wide {
+		cols = append(cols[:len(cols):len(cols)], wide...)
+	}
+	fmt.Fprintln(w, strings.Join(cols, "\t"))
 }
 
 // printList prints items, a slice, as one JSON document
