@@ -102,8 +102,7 @@ func (c *cli) electCmd(fs *flagSet) action {
 	var lf leaseFlags
 	lf.addTTL(fs)
 	lf.addHolder(fs)
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	lf.addPoll(fs, 0, "read the record every `duration` while another process leads, at most TTL: fewer reads, a later takeover (default: on the leader's renewal phase, once per renewal interval TTL/3, just after each renewal lands; with --listen, every 1s)")
 	grace := addGrace(fs)
 	value := fs.String("value", "", "the leader's `value` (for example its address), kept in the lease record while this process leads; followers read it with --listen or inspect")

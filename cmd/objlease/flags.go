@@ -171,7 +171,9 @@ func (lf *leaseFlags) addHolder(fs *flagSet) {
 	})
 }
 
-func (lf *leaseFlags) addDrift(fs *flagSet) {
+// addExpiry registers --drift and --store-clock, the rule by which a
+// command judges when a record it reads has expired.
+func (lf *leaseFlags) addExpiry(fs *flagSet) {
 	fs.Float64Var(&lf.drift, "drift", objlease.DefaultDriftBound, "bound on the rate error of any participant's clock (0.01 = 1%), in (0, 0.5)")
 	fs.checks = append(fs.checks, func() error {
 		if !(lf.drift > 0 && lf.drift < 0.5) { // NaN too
@@ -179,9 +181,6 @@ func (lf *leaseFlags) addDrift(fs *flagSet) {
 		}
 		return nil
 	})
-}
-
-func (lf *leaseFlags) addStoreClock(fs *flagSet) {
 	fs.BoolVar(&lf.storeClock, "store-clock", false, "trust the store's clock: take over at once a record the store says was written more than TTL + 1s (plus its timestamp resolution) ago, instead of watching it unchanged for TTL × (1 + drift)")
 }
 

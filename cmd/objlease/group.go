@@ -91,8 +91,7 @@ var groupFlags = map[string][]string{
 func (c *cli) groupCmd(fs *flagSet) action {
 	var lf leaseFlags
 	lf.addTTL(fs)
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	member := fs.String("member", "", "join: the member's `name` in the group, and the holder of its leases (default HOST/PID/RANDOM)")
 	grace := 10 * time.Second
 	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "join: how long a shard's command has between SIGTERM and SIGKILL, as a `duration` (default 10s)")

@@ -52,8 +52,7 @@ type inspection struct {
 
 func (c *cli) inspectCmd(fs *flagSet) action {
 	var lf leaseFlags
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	asJSON := addOutput(fs)
 	return func(ctx context.Context, pos []string) error {
 		url, err := fs.oneURL(pos)

@@ -68,8 +68,7 @@ type listItem struct {
 
 func (c *cli) listCmd(fs *flagSet) action {
 	var lf leaseFlags
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	out := addListOutput(fs)
 	return c.onStore(fs, "list", false, func(ctx context.Context, url string, store providers.Store, prefix string) error {
 		var err error // what list ends with

@@ -284,8 +284,7 @@ func (t *tracker) nextExpiry(judge judgement) (time.Duration, bool) {
 
 func (c *cli) watchCmd(fs *flagSet) action {
 	var lf leaseFlags
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	poll := time.Second
 	fs.Var(&durationFlag{d: &poll, min: 10 * time.Millisecond, max: time.Hour}, "poll", "how often to read the record (or list the prefix), as a `duration` (default 1s)")
 	renewals := fs.Bool("renewals", false, "print a line for every renewal too")
