@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -128,12 +129,15 @@ func (fs *flagSet) parse(c *cli, args []string) ([]string, error) {
 	return pos, nil
 }
 
-// oneURL returns the only positional argument, a URL.
-func (fs *flagSet) oneURL(pos []string) (string, error) {
-	if len(pos) != 1 {
-		return "", usagef("%s takes one URL, got %d arguments %q; see objlease help %s", fs.Name(), len(pos), pos, fs.Name())
+// withURL returns the action of a command that takes one URL, its only
+// positional argument, and gives it to run.
+func (fs *flagSet) withURL(run func(ctx context.Context, url string) error) action {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("%s takes one URL, got %d arguments %q; see objlease help %s", fs.Name(), len(pos), pos, fs.Name())
+		}
+		return run(ctx, pos[0])
 	}
-	return pos[0], nil
 }
 
 // leaseFlags are the flags that shape a lease client; each command

@@ -33,18 +33,14 @@ func addHTTP(fs *flagSet) *string {
 // command's whole run and runs run.
 func (c *cli) serveOneURL(fs *flagSet, command string, run func(ctx context.Context, url string) error) action {
 	httpAddr := addHTTP(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
+	return fs.withURL(func(ctx context.Context, url string) error {
 		stop, err := c.serveHTTP(*httpAddr, command, url)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		return run(ctx, url)
-	}
+	})
 }
 
 // probe is what --http serves: the command's state as the command sets

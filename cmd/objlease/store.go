@@ -16,11 +16,7 @@ import (
 // an object that the command writes fenced, so one under a batch's own
 // directory is refused before the store is opened.
 func (c *cli) onStore(fs *flagSet, command string, object bool, run func(ctx context.Context, url string, store providers.Store, key string) error) action {
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
+	return fs.withURL(func(ctx context.Context, url string) error {
 		if object {
 			if err := reservedName(url); err != nil {
 				return opErr(command, url, err)
@@ -32,7 +28,7 @@ func (c *cli) onStore(fs *flagSet, command string, object bool, run func(ctx con
 		}
 		defer store.Close()
 		return run(ctx, url, store, key)
-	}
+	})
 }
 
 // open opens the store a URL names. With wantKey it refuses a URL that
