@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/internal/entropy"
 	"github.com/objlease/objlease/providers"
 )
@@ -403,8 +404,10 @@ func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string) 
 			// The racing write is still being applied (S3: "a conflicting
 			// conditional operation is in progress"): give it the time to
 			// land, so that the next attempt finds it rather than racing
-			// it again.
-			if err := sleep(ctx, goTimers, c.jitter(backoff(conflictWait, time.Second, attempt-1))); err != nil {
+			// it again. This is network time, not lease time: it waits on
+			// Go's timers, which a synctest bubble fakes, while
+			// Options.Clock may be a fake clock that a test never advances.
+			if err := ctxsleep.For(ctx, c.jitter(backoff(conflictWait, time.Second, attempt-1))); err != nil {
 				return res, uncertain, err
 			}
 		}
@@ -503,5 +506,5 @@ func (c *Client) Options() Options { return c.opts }
 
 // wait blocks for d on the client's clock, or until ctx ends.
 func (c *Client) wait(ctx context.Context, d time.Duration) error {
-	return sleep(ctx, c.opts.Clock, d)
+	return ctxsleep.On(ctx, c.opts.Clock, d)
 }

@@ -303,27 +303,31 @@ func (l *Lease) Renew(ctx context.Context) error {
 	return err
 }
 
-// lockWrites waits for this holder's other writes of the record to finish,
-// or for ctx to end; the caller unlocks with <-l.writing.
-func (l *Lease) lockWrites(ctx context.Context) error {
+// lockRecord waits for this holder's other writes of the record to finish,
+// or for ctx to end, and then locks l.mu, for a write of the record. On
+// success the caller holds both and unlocks l.mu, and the writes with
+// <-l.writing. If the lease has ended it holds neither and returns the
+// error the lease ended with, and ended.
+func (l *Lease) lockRecord(ctx context.Context) (ended bool, err error) {
 	select {
 	case l.writing <- struct{}{}:
-		return nil
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return false, context.Cause(ctx)
 	}
+	l.mu.Lock()
+	if err := l.ended; err != nil {
+		l.mu.Unlock()
+		<-l.writing
+		return true, err
+	}
+	return false, nil
 }
 
 func (l *Lease) renew(ctx context.Context) error {
-	if err := l.lockWrites(ctx); err != nil {
+	if _, err := l.lockRecord(ctx); err != nil {
 		return err
 	}
 	defer func() { <-l.writing }()
-	l.mu.Lock()
-	if l.ended != nil {
-		defer l.mu.Unlock()
-		return l.ended
-	}
 	next := *l.rec
 	version := l.version
 	l.mu.Unlock()
@@ -420,18 +424,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	if cancelRenewal != nil {
 		cancelRenewal()
 	}
-	if err := l.lockWrites(ctx); err != nil {
+	if ended, err := l.lockRecord(ctx); err != nil {
+		if ended && errors.Is(err, ErrReleased) {
+			return nil
+		}
 		return err
 	}
 	defer func() { <-l.writing }()
-	l.mu.Lock()
-	if l.ended != nil {
-		defer l.mu.Unlock()
-		if errors.Is(l.ended, ErrReleased) {
-			return nil
-		}
-		return l.ended
-	}
 	next := *l.rec
 	version := l.version
 	own := append([]string{l.rec.Nonce}, l.unsure...)

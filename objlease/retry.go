@@ -108,7 +108,7 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 			// refused credentials stay so.
 			return providers.WriteResult{}, false, fmt.Errorf("lease %q: %w: %w; re-reading: %w", c.key, ErrAmbiguous, cause, err)
 		}
-		if sleep(ctx, c.opts.Clock, backoff(resolveWait, time.Second, n)) != nil {
+		if c.wait(ctx, backoff(resolveWait, time.Second, n)) != nil {
 			return providers.WriteResult{}, false, fmt.Errorf("lease %q: %w: %w", c.key, ErrAmbiguous, cause)
 		}
 	}

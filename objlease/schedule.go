@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/objlease/objlease/internal/indexheap"
 	"github.com/objlease/objlease/objlease/clock"
 )
 
@@ -37,10 +38,10 @@ type scheduler struct {
 	clk  clock.Clock
 
 	mu       sync.Mutex
-	users    int       // leases and waiters
-	renewals leaseHeap // by renewAt; a lease being renewed is in neither heap position
-	expiries leaseHeap // by expireAt
-	attempts waitHeap  // by the waiters' next attempt
+	users    int                     // leases and waiters
+	renewals leaseHeap               // by renewAt; a lease being renewed is in neither heap position
+	expiries leaseHeap               // by expireAt
+	attempts indexheap.Heap[*waiter] // by the waiters' next attempt
 	// Deadlines the goroutines sleep until (zero: none), so that a push
 	// wakes them only when it moves their deadline earlier.
 	renewArmed, expiryArmed, attemptArmed time.Time
@@ -87,7 +88,7 @@ func join(c *Client, track func(s *scheduler)) (*scheduler, error) {
 	s := sess.sched
 	if s == nil {
 		s = &scheduler{
-			sess: sess, clk: sess.clk, expiries: leaseHeap{expiry: true},
+			sess: sess, clk: sess.clk, expiries: leaseHeap{expiry: true}, attempts: newWaitHeap(),
 			wakeRenew: make(chan struct{}, 1), wakeExpiry: make(chan struct{}, 1),
 			wakeAttempt: make(chan struct{}, 1), quit: make(chan struct{}), jobs: make(chan job),
 		}

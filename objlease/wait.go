@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/objlease/objlease/internal/indexheap"
 )
 
 // AcquireFunc is Acquire without a goroutine of the caller's: it returns
@@ -137,7 +139,7 @@ func (s *scheduler) pushAttempt(w *waiter) {
 // dueAttempts pops the waiters due by now, as many as may run (s.mu held).
 func (s *scheduler) dueAttempts(now time.Time) []job {
 	var out []job
-	for s.attempts.Len() > 0 && !s.attempts[0].at.After(now) && s.attemptsRunning < maxAttemptsInFlight {
+	for s.attempts.Len() > 0 && !s.attempts.Min().at.After(now) && s.attemptsRunning < maxAttemptsInFlight {
 		out = append(out, heap.Pop(&s.attempts).(*waiter))
 		s.attemptsRunning++
 	}
@@ -153,7 +155,7 @@ func (d attemptDeadlines) next() (time.Time, bool) {
 	if d.s.attempts.Len() == 0 || d.s.attemptsRunning >= maxAttemptsInFlight {
 		return time.Time{}, false
 	}
-	return d.s.attempts[0].at, true
+	return d.s.attempts.Min().at, true
 }
 
 // Progress is what a waiting loop reports after each attempt that did not
@@ -270,25 +272,9 @@ func (c *Client) waitEnded(ctx context.Context, err error) error {
 	return fmt.Errorf("lease %q: %w (last attempt: %w)", c.key, context.Cause(ctx), err)
 }
 
-// waitHeap is a min-heap of waiters by their next attempt.
-type waitHeap []*waiter
-
-func (h waitHeap) Len() int           { return len(h) }
-func (h waitHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h waitHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
-}
-func (h *waitHeap) Push(x any) {
-	w := x.(*waiter)
-	w.idx = len(*h)
-	*h = append(*h, w)
-}
-func (h *waitHeap) Pop() any {
-	old := *h
-	w := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	w.idx = -1
-	return w
+// newWaitHeap returns a min-heap of waiters by their next attempt.
+func newWaitHeap() indexheap.Heap[*waiter] {
+	return indexheap.New(
+		func(a, b *waiter) bool { return a.at.Before(b.at) },
+		func(w *waiter, i int) { w.idx = i })
 }

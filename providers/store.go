@@ -111,30 +111,12 @@ type Object struct {
 // use. A new store is written as a driver.Driver, not as a Store.
 //
 // Keys are slash-separated paths without a leading slash. Every method
-// returns errors that match the sentinels above with errors.Is.
+// returns errors that match the sentinels above with errors.Is. Its methods
+// but Get are driver.Common's and documented there; where a Store has Get,
+// which reads an object whole, a driver.Driver has Read.
 type Store interface {
 	// Get reads an object. If it is larger than maxBytes it returns
 	// ErrTooLarge without reading it whole (maxBytes <= 0: no bound).
 	Get(ctx context.Context, key string, maxBytes int64) (*Object, error)
-	// Stat reads an object's attributes and metadata, not its bytes.
-	Stat(ctx context.Context, key string) (*Attrs, error)
-	// Create writes the object only if no object exists under key;
-	// otherwise ErrPrecondition.
-	Create(ctx context.Context, key string, data []byte, metadata map[string]string) (WriteResult, error)
-	// Replace writes the object only if its current version is ifVersion;
-	// otherwise (including when it is absent) ErrPrecondition.
-	Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (WriteResult, error)
-	// Delete removes the object only if its current version is ifVersion;
-	// otherwise (including when it is absent) ErrPrecondition.
-	Delete(ctx context.Context, key string, ifVersion string) error
-	// List returns up to pageSize objects whose keys start with prefix, after
-	// the position named by pageToken ("" for the first page).
-	List(ctx context.Context, prefix, pageToken string, pageSize int) (ListPage, error)
-	// Properties reports the store's declared properties.
-	Properties() Properties
-	// As reaches the underlying client: it sets *target (a pointer to the
-	// client's type) and reports whether it could.
-	As(target any) bool
-	// Close releases resources held by the store.
-	Close() error
+	driver.Common
 }

@@ -43,11 +43,7 @@ func (c *cli) acquireCmd(fs *flagSet) action {
 	var lf leaseFlags
 	timeout := c.addTakeFlags(fs, &lf)
 	asJSON := addOutput(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
+	return fs.withURL(func(ctx context.Context, url string) error {
 		cl, l, err := c.takeAt(ctx, "acquire", &lf, url, timeout)
 		if err != nil {
 			return err
@@ -61,5 +57,5 @@ func (c *cli) acquireCmd(fs *flagSet) action {
 		}
 		_, err = fmt.Fprintln(c.stdout, l.Token())
 		return err
-	}
+	})
 }

@@ -16,13 +16,9 @@ const benchHolderCmd = "_bench-holder"
 
 func (c *cli) benchCmd(fs *flagSet) action {
 	run := bench.Flags(fs.FlagSet)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
+	return fs.withURL(func(ctx context.Context, url string) error {
 		return opErr("bench", url, run(ctx, c.benchEnv(), url))
-	}
+	})
 }
 
 func (c *cli) benchHolderCmd(fs *flagSet) action {

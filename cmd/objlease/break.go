@@ -37,11 +37,7 @@ func (c *cli) breakCmd(fs *flagSet) action {
 	lf.addForce(fs, "required: end the lease whoever holds it (and overwrite an object at the key that is not an objlease record, with a token above the highest one it, --min-token or --fenced shows)")
 	lf.addTokenFloor(fs)
 	asJSON := addOutput(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
+	return fs.withURL(func(ctx context.Context, url string) error {
 		if !lf.force {
 			return usagef("break %s: refusing without --force: it ends the lease whoever holds it", url)
 		}
@@ -75,5 +71,5 @@ func (c *cli) breakCmd(fs *flagSet) action {
 		}
 		_, err = fmt.Fprintln(c.stdout, out.Token)
 		return err
-	}
+	})
 }

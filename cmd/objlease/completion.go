@@ -42,13 +42,7 @@ func (c *cli) completionCmd(fs *flagSet) action {
 // flagNames lists each visible command's flags, as "--name".
 func (c *cli) flagNames() map[string][]string {
 	out := map[string][]string{}
-	for i := range commands {
-		cmd := &commands[i]
-		if cmd.hidden {
-			continue
-		}
-		fs := newFlagSet(cmd)
-		cmd.setup(c, fs)
+	for cmd, fs := range c.listedCommands() {
 		names := []string{"--help"}
 		fs.VisitAll(func(f *flag.Flag) {
 			if len(f.Name) == 1 {

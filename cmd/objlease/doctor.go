@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/objlease/objlease/providers"
 	storeprobe "github.com/objlease/objlease/providers/probe"
 )
 
@@ -75,16 +76,7 @@ type raceJSON struct {
 
 func (c *cli) doctorCmd(fs *flagSet) action {
 	asJSON := addOutput(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
-		store, prefix, err := c.open(ctx, url, false)
-		if err != nil {
-			return opErr("doctor", url, err)
-		}
-		defer store.Close()
+	return c.onStore(fs, "doctor", false, func(ctx context.Context, url string, store providers.Store, prefix string) error {
 		r, err := storeprobe.Run(ctx, store, prefix)
 		if err != nil && !errors.Is(err, storeprobe.ErrStoreUnsafe) {
 			return opErr("doctor", url, fmt.Errorf("store could not be checked: %w", err))
@@ -149,7 +141,7 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 			return err
 		}
 		return verdict
-	}
+	})
 }
 
 // raceLine is one kind of race in a line, such as "create: 8 rounds of 8

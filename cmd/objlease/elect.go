@@ -102,8 +102,7 @@ func (c *cli) electCmd(fs *flagSet) action {
 	var lf leaseFlags
 	lf.addTTL(fs)
 	lf.addHolder(fs)
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	lf.addPoll(fs, 0, "read the record every `duration` while another process leads, at most TTL: fewer reads, a later takeover (default: on the leader's renewal phase, once per renewal interval TTL/3, just after each renewal lands; with --listen, every 1s)")
 	grace := addGrace(fs)
 	value := fs.String("value", "", "the leader's `value` (for example its address), kept in the lease record while this process leads; followers read it with --listen or inspect")
@@ -182,6 +181,24 @@ func (c *cli) sayLeader(l election.Leader) {
 	c.log.Info(msg)
 }
 
+// campaign runs for leader with cl until ctx ends: lead is each term of
+// leadership, with the lease already shown to --http, and sayLeader hears
+// of every leader.
+func (c *cli) campaign(ctx context.Context, cl *objlease.Client, lead func(lctx context.Context, l *objlease.Lease)) error {
+	e, err := election.New(election.Config{
+		Client: cl,
+		OnStartedLeading: func(lctx context.Context, l *objlease.Lease) {
+			c.probe.set(func(p *probe) { p.lease = l })
+			lead(lctx, l)
+		},
+		OnNewLeader: c.sayLeader,
+	})
+	if err != nil {
+		return err
+	}
+	return e.Run(ctx)
+}
+
 // electHold campaigns until signalled, printing a line each time this
 // process is elected and each time it loses the leadership.
 func (c *cli) electHold(ctx context.Context, cl *objlease.Client, url string, asJSON bool) error {
@@ -207,29 +224,20 @@ func (c *cli) electHold(ctx context.Context, cl *objlease.Client, url string, as
 			stop(err)
 		}
 	}
-	e, err := election.New(election.Config{
-		Client: cl,
-		OnStartedLeading: func(lctx context.Context, l *objlease.Lease) {
-			c.probe.set(func(p *probe) { p.lease = l })
-			say("elected", l)
-			<-lctx.Done()
-			if cause := context.Cause(lctx); errors.Is(cause, objlease.ErrLeaseLost) {
-				c.log.Error(fmt.Sprintf("%s; campaigning again", reason(l.Err(), url)))
-				say("lost", l)
-				return
-			}
-			if _, ok := interrupted(ctx); ok {
-				mu.Lock()
-				resigned = true
-				mu.Unlock()
-			}
-		},
-		OnNewLeader: c.sayLeader,
+	err := c.campaign(ectx, cl, func(lctx context.Context, l *objlease.Lease) {
+		say("elected", l)
+		<-lctx.Done()
+		if cause := context.Cause(lctx); errors.Is(cause, objlease.ErrLeaseLost) {
+			c.log.Error(fmt.Sprintf("%s; campaigning again", reason(l.Err(), url)))
+			say("lost", l)
+			return
+		}
+		if _, ok := interrupted(ctx); ok {
+			mu.Lock()
+			resigned = true
+			mu.Unlock()
+		}
 	})
-	if err != nil {
-		return opErr("elect", url, err)
-	}
-	err = e.Run(ectx)
 	mu.Lock()
 	defer mu.Unlock()
 	switch {
@@ -291,59 +299,50 @@ func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, arg
 		stop(errElectDone)
 	}
 	env := []string{"OBJLEASE_LEADER_VALUE=" + value}
-	e, err := election.New(election.Config{
-		Client: cl,
-		OnStartedLeading: func(lctx context.Context, l *objlease.Lease) {
-			c.probe.set(func(p *probe) { p.lease = l })
-			if lctx.Err() != nil {
-				return // stepping down already
+	err := c.campaign(ectx, cl, func(lctx context.Context, l *objlease.Lease) {
+		if lctx.Err() != nil {
+			return // stepping down already
+		}
+		t, err := c.startHolding(url, l, argv, grace, env...)
+		if err != nil {
+			finish(startErr("elect", url, argv[0], err))
+			return
+		}
+		sigs := make(chan os.Signal, 8)
+		mu.Lock()
+		running = sigs
+		mu.Unlock()
+		stopped := supervise.Tend(c.log, t, sigs, lctx.Done(), func() {
+			why := context.Cause(lctx).Error()
+			if errors.Is(context.Cause(lctx), objlease.ErrLeaseLost) {
+				why = reason(l.Err(), url)
+			} else if i, ok := interrupted(ectx); ok {
+				why = i.Error()
 			}
-			t, err := c.startHolding(url, l, argv, grace, env...)
-			if err != nil {
-				finish(startErr("elect", url, argv[0], err))
-				return
+			c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", why, grace))
+		}, grace)
+		mu.Lock()
+		running = nil
+		mu.Unlock()
+		status, how, err := t.Ended()
+		switch {
+		case err != nil:
+			finish(startErr("elect", url, argv[0], err))
+		case !stopped:
+			// Exited by itself: no new term, and the lease released now,
+			// so that its outcome decides the exit status.
+			stop(errElectDone)
+			if err := c.release(l); errors.Is(err, objlease.ErrLeaseLost) {
+				finish(fmt.Errorf("elect %s: the lease was lost before the command exited (%s): %w", url, how, err))
+			} else if status != 0 {
+				finish(exitStatus(status))
+			} else {
+				finish(nil)
 			}
-			sigs := make(chan os.Signal, 8)
-			mu.Lock()
-			running = sigs
-			mu.Unlock()
-			stopped := supervise.Tend(c.log, t, sigs, lctx.Done(), func() {
-				why := context.Cause(lctx).Error()
-				if errors.Is(context.Cause(lctx), objlease.ErrLeaseLost) {
-					why = reason(l.Err(), url)
-				} else if i, ok := interrupted(ectx); ok {
-					why = i.Error()
-				}
-				c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", why, grace))
-			}, grace)
-			mu.Lock()
-			running = nil
-			mu.Unlock()
-			status, how, err := t.Ended()
-			switch {
-			case err != nil:
-				finish(startErr("elect", url, argv[0], err))
-			case !stopped:
-				// Exited by itself: no new term, and the lease released now,
-				// so that its outcome decides the exit status.
-				stop(errElectDone)
-				if err := c.release(l); errors.Is(err, objlease.ErrLeaseLost) {
-					finish(fmt.Errorf("elect %s: the lease was lost before the command exited (%s): %w", url, how, err))
-				} else if status != 0 {
-					finish(exitStatus(status))
-				} else {
-					finish(nil)
-				}
-			case errors.Is(context.Cause(lctx), objlease.ErrLeaseLost):
-				c.log.Warn(fmt.Sprintf("command stopped (%s); campaigning again", how))
-			}
-		},
-		OnNewLeader: c.sayLeader,
+		case errors.Is(context.Cause(lctx), objlease.ErrLeaseLost):
+			c.log.Warn(fmt.Sprintf("command stopped (%s); campaigning again", how))
+		}
 	})
-	if err != nil {
-		return opErr("elect", url, err)
-	}
-	err = e.Run(ectx)
 	mu.Lock()
 	defer mu.Unlock()
 	switch cause := context.Cause(ectx); {

@@ -339,44 +339,44 @@ func core(pe *providers.Error) string {
 
 // bucketWord is what the URL's store calls a bucket.
 func bucketWord(rawURL string) string {
-	if strings.HasPrefix(rawURL, "azblob:") {
-		return "container"
-	}
-	return "bucket"
+	return byStore(rawURL, "bucket", "container", "bucket")
 }
 
 // endpointHint names where the URL's store takes its address from.
 func endpointHint(rawURL string) string {
-	switch {
-	case strings.HasPrefix(rawURL, "gs:"):
-		return "STORAGE_EMULATOR_HOST"
-	case strings.HasPrefix(rawURL, "azblob:"):
-		return "AZURE_STORAGE_CONNECTION_STRING"
-	}
-	return "AWS_ENDPOINT_URL"
+	return byStore(rawURL,
+		"STORAGE_EMULATOR_HOST",
+		"AZURE_STORAGE_CONNECTION_STRING",
+		"AWS_ENDPOINT_URL")
 }
 
 // credentialHint names where the URL's store takes its credentials from.
 func credentialHint(rawURL string) string {
-	switch {
-	case strings.HasPrefix(rawURL, "gs:"):
-		return "GOOGLE_APPLICATION_CREDENTIALS"
-	case strings.HasPrefix(rawURL, "azblob:"):
-		return "AZURE_STORAGE_CONNECTION_STRING or the Azure credential chain"
-	}
-	return "AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+	return byStore(rawURL,
+		"GOOGLE_APPLICATION_CREDENTIALS",
+		"AZURE_STORAGE_CONNECTION_STRING or the Azure credential chain",
+		"AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 }
 
 // missingCredentialHint names what to set when the URL's store found no
 // credentials at all.
 func missingCredentialHint(rawURL string) string {
+	return byStore(rawURL,
+		"GOOGLE_APPLICATION_CREDENTIALS",
+		"AZURE_STORAGE_CONNECTION_STRING, or the Azure credential chain's AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET",
+		"AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+}
+
+// byStore picks by the URL's scheme: gcs for a GCS URL, azure for an Azure
+// Blob one, s3 for any other.
+func byStore(rawURL, gcs, azure, s3 string) string {
 	switch {
 	case strings.HasPrefix(rawURL, "gs:"):
-		return "GOOGLE_APPLICATION_CREDENTIALS"
+		return gcs
 	case strings.HasPrefix(rawURL, "azblob:"):
-		return "AZURE_STORAGE_CONNECTION_STRING, or the Azure credential chain's AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET"
+		return azure
 	}
-	return "AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+	return s3
 }
 
 // keyOf names the object a store error is about, or else the URL.

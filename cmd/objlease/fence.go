@@ -161,19 +161,7 @@ func (c *cli) putCmd(fs *flagSet) action {
 	token := addToken(fs)
 	unique := addUniquePayloads(fs)
 	allowEmpty := addAllowEmpty(fs, "write an empty object when standard input is empty (refused otherwise: an empty stdin is most often a failed pipeline)")
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
-		if err := reservedName(url); err != nil {
-			return opErr("put", url, err)
-		}
-		store, key, err := c.open(ctx, url, true)
-		if err != nil {
-			return opErr("put", url, err)
-		}
-		defer store.Close()
+	return c.onStore(fs, "put", true, func(ctx context.Context, url string, store providers.Store, key string) error {
 		body, done, err := c.input(ctx)
 		if err != nil {
 			return opErr("put", url, err)
@@ -188,7 +176,7 @@ func (c *cli) putCmd(fs *flagSet) action {
 		}
 		c.log.Debug("written", slog.String("key", key), slog.String("version", res.Version))
 		return nil
-	}
+	})
 }
 
 // reservedName refuses a URL that points into a batch's own directory,
@@ -209,21 +197,9 @@ func reservedName(rawURL string) error {
 func (c *cli) rmCmd(fs *flagSet) action {
 	token := addToken(fs)
 	unique := addUniquePayloads(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
-		if err := reservedName(url); err != nil {
-			return opErr("rm", url, err)
-		}
-		store, key, err := c.open(ctx, url, true)
-		if err != nil {
-			return opErr("rm", url, err)
-		}
-		defer store.Close()
+	return c.onStore(fs, "rm", true, func(ctx context.Context, url string, store providers.Store, key string) error {
 		return fencedErr("rm", url, fence.Delete(ctx, store, key, *token, fence.Options{UniquePayloads: *unique}))
-	}
+	})
 }
 
 // commitResult is what batch commit prints with -o json.

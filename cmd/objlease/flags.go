@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -128,12 +129,15 @@ func (fs *flagSet) parse(c *cli, args []string) ([]string, error) {
 	return pos, nil
 }
 
-// oneURL returns the only positional argument, a URL.
-func (fs *flagSet) oneURL(pos []string) (string, error) {
-	if len(pos) != 1 {
-		return "", usagef("%s takes one URL, got %d arguments %q; see objlease help %s", fs.Name(), len(pos), pos, fs.Name())
+// withURL returns the action of a command that takes one URL, its only
+// positional argument, and gives it to run.
+func (fs *flagSet) withURL(run func(ctx context.Context, url string) error) action {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("%s takes one URL, got %d arguments %q; see objlease help %s", fs.Name(), len(pos), pos, fs.Name())
+		}
+		return run(ctx, pos[0])
 	}
-	return pos[0], nil
 }
 
 // leaseFlags are the flags that shape a lease client; each command
@@ -171,7 +175,9 @@ func (lf *leaseFlags) addHolder(fs *flagSet) {
 	})
 }
 
-func (lf *leaseFlags) addDrift(fs *flagSet) {
+// addExpiry registers --drift and --store-clock, the rule by which a
+// command judges when a record it reads has expired.
+func (lf *leaseFlags) addExpiry(fs *flagSet) {
 	fs.Float64Var(&lf.drift, "drift", objlease.DefaultDriftBound, "bound on the rate error of any participant's clock (0.01 = 1%), in (0, 0.5)")
 	fs.checks = append(fs.checks, func() error {
 		if !(lf.drift > 0 && lf.drift < 0.5) { // NaN too
@@ -179,9 +185,6 @@ func (lf *leaseFlags) addDrift(fs *flagSet) {
 		}
 		return nil
 	})
-}
-
-func (lf *leaseFlags) addStoreClock(fs *flagSet) {
 	fs.BoolVar(&lf.storeClock, "store-clock", false, "trust the store's clock: take over at once a record the store says was written more than TTL + 1s (plus its timestamp resolution) ago, instead of watching it unchanged for TTL × (1 + drift)")
 }
 

@@ -91,8 +91,7 @@ var groupFlags = map[string][]string{
 func (c *cli) groupCmd(fs *flagSet) action {
 	var lf leaseFlags
 	lf.addTTL(fs)
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	member := fs.String("member", "", "join: the member's `name` in the group, and the holder of its leases (default HOST/PID/RANDOM)")
 	grace := 10 * time.Second
 	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "join: how long a shard's command has between SIGTERM and SIGKILL, as a `duration` (default 10s)")
@@ -227,14 +226,9 @@ func (c *cli) groupShow(ctx context.Context, lf *leaseFlags, url, format string,
 		}
 	}
 	wide := format == "wide"
+	out := listFormat{wide: wide, noHeaders: noHeaders}
 	w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	if !noHeaders {
-		if wide {
-			fmt.Fprintln(w, "MEMBER\tSTATE\tSHARDS\tLAST SEEN\tTOKEN\tTTL\tRECORD\tEXPIRES")
-		} else {
-			fmt.Fprintln(w, "MEMBER\tSTATE\tSHARDS\tLAST SEEN")
-		}
-	}
+	out.header(w, []string{"MEMBER", "STATE", "SHARDS", "LAST SEEN"}, "TOKEN", "TTL", "RECORD", "EXPIRES")
 	for _, r := range rows {
 		if r.Kind != "member" {
 			continue
@@ -246,13 +240,7 @@ func (c *cli) groupShow(ctx context.Context, lf *leaseFlags, url, format string,
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w)
-	if !noHeaders {
-		if wide {
-			fmt.Fprintln(w, "SHARD\tSTATE\tTOKEN\tOWNER\tSINCE\tEXPIRES\tLAST WRITE\tTTL\tRECORD\tHOLDER")
-		} else {
-			fmt.Fprintln(w, "SHARD\tSTATE\tTOKEN\tOWNER\tSINCE\tEXPIRES")
-		}
-	}
+	out.header(w, []string{"SHARD", "STATE", "TOKEN", "OWNER", "SINCE", "EXPIRES"}, "LAST WRITE", "TTL", "RECORD", "HOLDER")
 	for _, r := range rows {
 		if r.Kind != "shard" {
 			continue

@@ -31,17 +31,7 @@ func (c *cli) holdCmd(fs *flagSet) action {
 	var lf leaseFlags
 	timeout := c.addTakeFlags(fs, &lf)
 	asJSON := addOutput(fs)
-	httpAddr := addHTTP(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
-		stop, err := c.serveHTTP(*httpAddr, "hold", url)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	return c.serveOneURL(fs, "hold", func(ctx context.Context, url string) error {
 		cl, l, err := c.takeAt(ctx, "hold", &lf, url, timeout)
 		if err != nil {
 			return err
@@ -73,7 +63,7 @@ func (c *cli) holdCmd(fs *flagSet) action {
 			}
 			return opErr("hold", url, err)
 		}
-	}
+	})
 }
 
 // takeAt opens the lease at url and takes it as --timeout says, for the

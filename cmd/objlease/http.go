@@ -28,6 +28,21 @@ func addHTTP(fs *flagSet) *string {
 	return fs.String("http", "", "serve /healthz, /readyz, /state (JSON) and /metrics (Prometheus) on `ADDR` (host:port, :9090, 127.0.0.1:0 for any free port) while the command runs")
 }
 
+// serveOneURL registers --http on a long-running command that takes one
+// URL, and returns the action that reads the URL, serves --http for the
+// command's whole run and runs run.
+func (c *cli) serveOneURL(fs *flagSet, command string, run func(ctx context.Context, url string) error) action {
+	httpAddr := addHTTP(fs)
+	return fs.withURL(func(ctx context.Context, url string) error {
+		stop, err := c.serveHTTP(*httpAddr, command, url)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		return run(ctx, url)
+	})
+}
+
 // probe is what --http serves: the command's state as the command sets
 // it, and the outcome of its last store request.
 type probe struct {

@@ -52,14 +52,9 @@ type inspection struct {
 
 func (c *cli) inspectCmd(fs *flagSet) action {
 	var lf leaseFlags
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	asJSON := addOutput(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
+	return fs.withURL(func(ctx context.Context, url string) error {
 		cl, err := c.client(ctx, &lf, url)
 		if err != nil {
 			return opErr("inspect", url, err)
@@ -122,5 +117,5 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 			row("data", "%q", r.Data)
 		}
 		return w.Flush()
-	}
+	})
 }

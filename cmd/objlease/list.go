@@ -68,29 +68,15 @@ type listItem struct {
 
 func (c *cli) listCmd(fs *flagSet) action {
 	var lf leaseFlags
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	out := addListOutput(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
-		store, prefix, err := c.open(ctx, url, false)
-		if err != nil {
-			return opErr("list", url, err)
-		}
-		defer store.Close()
-
+	return c.onStore(fs, "list", false, func(ctx context.Context, url string, store providers.Store, prefix string) error {
+		var err error // what list ends with
 		var w *tabwriter.Writer
 		items := []listItem{}
 		if !out.json {
 			w = tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-			cols := []string{"KEY", "STATE", "TOKEN", "HOLDER", "AGE", "EXPIRES"}
-			if out.wide {
-				cols = append(cols, "TTL", "ACQUIRED", "RENEWALS", "VERSION", "DATA")
-			}
-			out.header(w, cols...)
+			out.header(w, []string{"KEY", "STATE", "TOKEN", "HOLDER", "AGE", "EXPIRES"}, "TTL", "ACQUIRED", "RENEWALS", "VERSION", "DATA")
 		}
 		var failed error
 		skipped, example := 0, ""
@@ -162,7 +148,7 @@ func (c *cli) listCmd(fs *flagSet) action {
 			err = failed
 		}
 		return opErr("list", url, err)
-	}
+	})
 }
 
 func expiryText(row *listing) string {

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -201,6 +202,24 @@ func lookup(name string) *command {
 		}
 	}
 	return nil
+}
+
+// listedCommands yields each command that help lists, in order, with its
+// flags set up.
+func (c *cli) listedCommands() iter.Seq2[*command, *flagSet] {
+	return func(yield func(*command, *flagSet) bool) {
+		for i := range commands {
+			cmd := &commands[i]
+			if cmd.hidden {
+				continue
+			}
+			fs := newFlagSet(cmd)
+			cmd.setup(c, fs)
+			if !yield(cmd, fs) {
+				return
+			}
+		}
+	}
 }
 
 func commandNames() string {

@@ -23,13 +23,7 @@ func (c *cli) manPage() string {
 	b.WriteString(".SH DESCRIPTION\n")
 	noFill(&b, overview.String())
 	b.WriteString(".SH COMMANDS\n")
-	for i := range commands {
-		cmd := &commands[i]
-		if cmd.hidden {
-			continue
-		}
-		fs := newFlagSet(cmd)
-		cmd.setup(c, fs)
+	for cmd, fs := range c.listedCommands() {
 		var help bytes.Buffer
 		fs.printUsage(&help)
 		fmt.Fprintf(&b, ".SS %s\n", roffEscape(cmd.name))

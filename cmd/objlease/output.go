@@ -25,28 +25,28 @@ func humanAge(d time.Duration) string {
 	case s < 120:
 		return fmt.Sprintf("%ds", s)
 	case m < 10:
-		if s%60 == 0 {
-			return fmt.Sprintf("%dm", m)
-		}
-		return fmt.Sprintf("%dm%ds", m, s%60)
+		return twoUnits(m, "m", s%60, "s")
 	case m < 180:
 		return fmt.Sprintf("%dm", m)
 	case h < 8:
-		if m%60 == 0 {
-			return fmt.Sprintf("%dh", h)
-		}
-		return fmt.Sprintf("%dh%dm", h, m%60)
+		return twoUnits(h, "h", m%60, "m")
 	case h < 48:
 		return fmt.Sprintf("%dh", h)
 	case h < 24*8:
-		if h%24 == 0 {
-			return fmt.Sprintf("%dd", h/24)
-		}
-		return fmt.Sprintf("%dd%dh", h/24, h%24)
+		return twoUnits(h/24, "d", h%24, "h")
 	case h < 24*365*2:
 		return fmt.Sprintf("%dd", h/24)
 	}
 	return fmt.Sprintf("%dy%dd", h/(24*365), (h/24)%365)
+}
+
+// twoUnits prints n of unit and then rest of the next smaller one, as
+// 3h20m, leaving out a rest of zero.
+func twoUnits(n int64, unit string, rest int64, restUnit string) string {
+	if rest == 0 {
+		return fmt.Sprintf("%d%s", n, unit)
+	}
+	return fmt.Sprintf("%d%s%d%s", n, unit, rest, restUnit)
 }
 
 // roundDuration is a wait to print: tenths of a second below a minute,
@@ -129,11 +129,16 @@ func addListOutput(fs *flagSet) *listFormat {
 	return lf
 }
 
-// header prints a table's header line unless --no-headers.
-func (lf *listFormat) header(w io.Writer, cols ...string) {
-	if !lf.noHeaders {
-		fmt.Fprintln(w, strings.Join(cols, "\t"))
+// header prints a table's header line unless --no-headers: cols, and
+// with -o wide wide after them.
+func (lf *listFormat) header(w io.Writer, cols []string, wide ...string) {
+	if lf.noHeaders {
+		return
 	}
+	if lf.wide {
+		cols = append(cols[:len(cols):len(cols)], wide...)
+	}
+	fmt.Fprintln(w, strings.Join(cols, "\t"))
 }
 
 // printList prints items, a slice, as one JSON document

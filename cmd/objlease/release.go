@@ -20,11 +20,7 @@ func (c *cli) releaseCmd(fs *flagSet) action {
 	var lf leaseFlags
 	lf.addHolder(fs)
 	fs.require("holder")
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
+	return fs.withURL(func(ctx context.Context, url string) error {
 		if lf.holder == "" {
 			return usagef("release needs --holder: the holder identity the lease was acquired with")
 		}
@@ -42,7 +38,7 @@ func (c *cli) releaseCmd(fs *flagSet) action {
 			return opErr("release", url, &notHolderError{held, lf.holder})
 		}
 		return opErr("release", url, err)
-	}
+	})
 }
 
 // notHolderError is a release by a holder the record does not name. It

@@ -10,6 +10,27 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
+// onStore returns the action of a command on the store its one URL names:
+// it opens the store, closes it once run returns, and gives run the key
+// (or prefix) the URL names after the store. With object the URL must name
+// an object that the command writes fenced, so one under a batch's own
+// directory is refused before the store is opened.
+func (c *cli) onStore(fs *flagSet, command string, object bool, run func(ctx context.Context, url string, store providers.Store, key string) error) action {
+	return fs.withURL(func(ctx context.Context, url string) error {
+		if object {
+			if err := reservedName(url); err != nil {
+				return opErr(command, url, err)
+			}
+		}
+		store, key, err := c.open(ctx, url, object)
+		if err != nil {
+			return opErr(command, url, err)
+		}
+		defer store.Close()
+		return run(ctx, url, store, key)
+	})
+}
+
 // open opens the store a URL names. With wantKey it refuses a URL that
 // names no object (a bucket or directory). It refuses a mem:// URL: see
 // inProcess.

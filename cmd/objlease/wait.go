@@ -273,8 +273,7 @@ func permanent(err error) bool {
 func (c *cli) addTakeFlags(fs *flagSet, lf *leaseFlags) *waitFlag {
 	lf.addTTL(fs)
 	lf.addHolder(fs)
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	lf.addForce(fs, "overwrite an object at the key that is not an objlease record, once it has been seen unchanged for its TTL, with a token above the highest one it, --min-token or --fenced shows (refused if none shows one)")
 	lf.addTokenFloor(fs)
 	lf.addPoll(fs, 0, "read the record every `duration` while it is held elsewhere, at most TTL: fewer reads, a later takeover (default: on the holder's renewal phase, once per renewal interval TTL/3, just after each renewal lands; run --slots: every 1s)")

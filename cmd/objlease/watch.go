@@ -284,24 +284,13 @@ func (t *tracker) nextExpiry(judge judgement) (time.Duration, bool) {
 
 func (c *cli) watchCmd(fs *flagSet) action {
 	var lf leaseFlags
-	lf.addDrift(fs)
-	lf.addStoreClock(fs)
+	lf.addExpiry(fs)
 	poll := time.Second
 	fs.Var(&durationFlag{d: &poll, min: 10 * time.Millisecond, max: time.Hour}, "poll", "how often to read the record (or list the prefix), as a `duration` (default 1s)")
 	renewals := fs.Bool("renewals", false, "print a line for every renewal too")
 	prefix := fs.Bool("prefix", false, "treat the URL's last segment as a key prefix, as list does")
 	asJSON := addOutput(fs)
-	httpAddr := addHTTP(fs)
-	return func(ctx context.Context, pos []string) error {
-		url, err := fs.oneURL(pos)
-		if err != nil {
-			return err
-		}
-		stop, err := c.serveHTTP(*httpAddr, "watch", url)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	return c.serveOneURL(fs, "watch", func(ctx context.Context, url string) error {
 		c.probe.set(func(p *probe) {
 			p.ready = func(p *probe) (bool, string) { return p.polled, "the last read of the store failed" }
 		})
@@ -320,7 +309,7 @@ func (c *cli) watchCmd(fs *flagSet) action {
 			return nil // the way to stop watching
 		}
 		return opErr("watch", url, err)
-	}
+	})
 }
 
 // sayIfDirectory says once that key, which names no object, is the

@@ -69,7 +69,7 @@ func launch(prog program, dir string) (*Process, error) {
 // startVGW runs versitygw with its posix backend rooted at dir; buckets are
 // directories there, so they survive a restart.
 func startVGW(dir string) (*S3, *Process, error) {
-	p, err := launch(program{
+	return startS3(program{
 		name: "versitygw", bin: "bin/versitygw", image: versityGWImage, health: "/",
 		env: []string{"ROOT_ACCESS_KEY_ID=" + vgwAccessKey, "ROOT_SECRET_ACCESS_KEY=" + vgwSecretKey},
 		args: func(port int, dataDir string) []string {
@@ -77,24 +77,14 @@ func startVGW(dir string) (*S3, *Process, error) {
 			return []string{"--port", hostPort(port), "--keep-alive", "--quiet", "posix", dataDir}
 		},
 		ctrDir: "/tmp/vgw",
-	}, dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	s := &S3{Endpoint: "http://" + hostPort(p.port), Region: "us-east-1",
-		AccessKey: vgwAccessKey, SecretKey: vgwSecretKey, Bucket: bucketName}
-	if err := createS3Bucket(s); err != nil {
-		p.stopForGood()
-		return nil, nil, fmt.Errorf("versitygw: %w\nversitygw log:\n%s", err, p.Log())
-	}
-	return s, p, nil
+	}, dir, vgwAccessKey, vgwSecretKey)
 }
 
 // startMinIO runs a single-drive MinIO server with its data under dir;
 // the console listens on a second free port, which MinIO insists on. The
 // bucket is created with the S3 API, as on any S3 store.
 func startMinIO(dir string) (*S3, *Process, error) {
-	p, err := launch(program{
+	return startS3(program{
 		name: "minio", bin: "bin/minio", image: minioImage, health: "/minio/health/live", want200: true,
 		env: []string{"MINIO_ROOT_USER=" + minioAccessKey, "MINIO_ROOT_PASSWORD=" + minioSecretKey,
 			// No update checks, no telemetry: the machine may have no network.
@@ -105,15 +95,22 @@ func startMinIO(dir string) (*S3, *Process, error) {
 			return []string{"server", "--quiet", "--address", hostPort(port), "--console-address", hostPort(port + 1), dataDir}
 		},
 		ctrDir: "/data",
-	}, dir)
+	}, dir, minioAccessKey, minioSecretKey)
+}
+
+// startS3 launches prog, an S3 server that takes the keys accessKey and
+// secretKey, with its data under dir, and creates the bucket with the S3
+// API, as on any S3 store.
+func startS3(prog program, dir, accessKey, secretKey string) (*S3, *Process, error) {
+	p, err := launch(prog, dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	s := &S3{Endpoint: "http://" + hostPort(p.port), Region: "us-east-1",
-		AccessKey: minioAccessKey, SecretKey: minioSecretKey, Bucket: bucketName}
+		AccessKey: accessKey, SecretKey: secretKey, Bucket: bucketName}
 	if err := createS3Bucket(s); err != nil {
 		p.stopForGood()
-		return nil, nil, fmt.Errorf("minio: %w\nminio log:\n%s", err, p.Log())
+		return nil, nil, fmt.Errorf("%s: %w\n%s log:\n%s", prog.name, err, prog.name, p.Log())
 	}
 	return s, p, nil
 }

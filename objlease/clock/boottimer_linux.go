@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/objlease/objlease/internal/indexheap"
 )
 
 // afterFunc calls f once CLOCK_BOOTTIME has advanced by d. Go's timers
@@ -62,7 +64,9 @@ var bootQueue = sync.OnceValue(func() *bootTimers {
 	if err != nil {
 		return nil
 	}
-	q := &bootTimers{fd: fd}
+	q := &bootTimers{fd: fd, h: indexheap.New(
+		func(a, b *bootCall) bool { return a.at < b.at },
+		func(c *bootCall, i int) { c.index = i })}
 	// A non-blocking descriptor makes os.File wait in the poller, not in
 	// a thread of its own.
 	go q.run(os.NewFile(uintptr(fd), "timerfd"))
@@ -72,7 +76,7 @@ var bootQueue = sync.OnceValue(func() *bootTimers {
 type bootTimers struct {
 	fd int
 	mu sync.Mutex
-	h  bootHeap
+	h  indexheap.Heap[*bootCall] // by at
 }
 
 type bootCall struct {
@@ -86,7 +90,7 @@ func (q *bootTimers) add(at time.Duration, f func()) func() bool {
 	c := &bootCall{at: at, f: f}
 	q.mu.Lock()
 	heap.Push(&q.h, c)
-	if q.h[0] == c {
+	if q.h.Min() == c {
 		q.arm()
 	}
 	q.mu.Unlock()
@@ -104,13 +108,13 @@ func (q *bootTimers) add(at time.Duration, f func()) func() bool {
 // arm sets the timerfd to the earliest call (q.mu held). An absolute time
 // already past fires it at once.
 func (q *bootTimers) arm() {
-	if len(q.h) == 0 {
+	if q.h.Len() == 0 {
 		return
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(q.h[0].at), 1))}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(q.h.Min().at), 1))}
 	if unix.TimerfdSettime(q.fd, unix.TFD_TIMER_ABSTIME, &spec, nil) != nil {
 		// Cannot happen with a valid descriptor; never leave a call unfired.
-		c := q.h[0]
+		c := q.h.Min()
 		time.AfterFunc(c.at-bootTime(), func() { q.fire() })
 	}
 }
@@ -130,7 +134,7 @@ func (q *bootTimers) fire() {
 	q.mu.Lock()
 	now := bootTime()
 	var due []func()
-	for len(q.h) > 0 && q.h[0].at <= now {
+	for q.h.Len() > 0 && q.h.Min().at <= now {
 		due = append(due, heap.Pop(&q.h).(*bootCall).f)
 	}
 	q.arm()
@@ -147,26 +151,4 @@ func (q *bootTimers) fire() {
 			}
 		}()
 	}
-}
-
-type bootHeap []*bootCall
-
-func (h bootHeap) Len() int           { return len(h) }
-func (h bootHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h bootHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *bootHeap) Push(x any) {
-	c := x.(*bootCall)
-	c.index = len(*h)
-	*h = append(*h, c)
-}
-func (h *bootHeap) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	old[len(old)-1] = nil
-	c.index = -1
-	*h = old[:len(old)-1]
-	return c
 }

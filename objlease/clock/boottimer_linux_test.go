@@ -81,7 +81,7 @@ func TestRealTimersWaitOnBootClock(t *testing.T) {
 	queued := func() int {
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		return len(q.h)
+		return q.h.Len()
 	}
 	before := queued()
 	tm := Real().NewTimer(time.Hour)

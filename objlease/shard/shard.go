@@ -59,8 +59,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/objlease"
-	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -295,7 +295,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.log.Error("leaving the group: waiting cannot cure this", slog.Any("err", runErr))
 			break
 		}
-		if sleep(ctx, w.sess.Clock(), w.opts.PollInterval) != nil {
+		if ctxsleep.On(ctx, w.sess.Clock(), w.opts.PollInterval) != nil {
 			break
 		}
 	}
@@ -782,16 +782,4 @@ func (w *Worker) release(ctx context.Context, o *owned) {
 	delete(w.owned, o.shard.ID)
 	w.mu.Unlock()
 	w.log.Info("shard released", slog.String("shard", o.shard.ID), slog.Uint64("token", l.Token()))
-}
-
-// sleep blocks for d on clk, or until ctx ends.
-func sleep(ctx context.Context, clk clock.Clock, d time.Duration) error {
-	t := clk.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C():
-		return nil
-	}
 }

@@ -70,7 +70,14 @@ type Driver interface {
 	// Read starts reading an object. maxBytes is the caller's bound (<= 0:
 	// none); the Bucket enforces it, a driver may use it as a hint.
 	Read(ctx context.Context, key string, maxBytes int64) (*Reader, error)
-	// Stat reads an object's attributes and metadata.
+	Common
+}
+
+// Common is what a Driver and a providers.Store have alike: every method
+// but the one that reads an object's bytes (a Driver's Read, a Store's
+// Get).
+type Common interface {
+	// Stat reads an object's attributes and metadata, not its bytes.
 	Stat(ctx context.Context, key string) (*Attrs, error)
 	// Create writes the object only if no object exists under key;
 	// otherwise ErrPrecondition.
@@ -87,10 +94,10 @@ type Driver interface {
 	List(ctx context.Context, prefix, pageToken string, pageSize int) (ListPage, error)
 	// Properties reports the store's declared properties.
 	Properties() Properties
-	// As sets *target to a native type the driver holds and reports
-	// whether it could.
+	// As sets *target to a native type the store holds (for a Store, a
+	// pointer to its client's type) and reports whether it could.
 	As(target any) bool
-	// Close releases what the driver owns.
+	// Close releases what the driver or store owns.
 	Close() error
 }
 

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/providers/driver"
 )
 
@@ -217,7 +218,7 @@ func New(inner driver.Driver, cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("faulty: delay bounds [%v, %v] are not an interval of non-negative durations", cfg.MinDelay, cfg.MaxDelay)
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = realSleep
+		cfg.Sleep = ctxsleep.For
 	}
 	return &Driver{
 		inner:   inner,
@@ -225,17 +226,6 @@ func New(inner driver.Driver, cfg Config) (*Driver, error) {
 		rnd:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		release: make(chan struct{}),
 	}, nil
-}
-
-func realSleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }
 
 // Counts returns how many faults of each kind have been injected so far.

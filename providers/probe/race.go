@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -140,8 +141,10 @@ func probeRaces(ctx context.Context, store providers.Store, base string, r *Repo
 	if err := parallel(Writers, seeds); err != nil {
 		return err
 	}
-	if err := sleepCtx(ctx, store.Properties().MinWriteInterval); err != nil {
-		return fmt.Errorf("probe: %w", err)
+	if d := store.Properties().MinWriteInterval; d > 0 {
+		if err := ctxsleep.For(ctx, d); err != nil {
+			return fmt.Errorf("probe: %w", err)
+		}
 	}
 	for _, k := range raceKinds {
 		res := RaceResult{Kind: k.name, Writers: Writers, Rounds: Rounds, Winners: make([]int, Writers+1)}
@@ -303,20 +306,6 @@ func parallel(n int, fs []func() error) error {
 		}
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }
 
 // answer names a store's answer to a write, for the report.

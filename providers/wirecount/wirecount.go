@@ -8,6 +8,7 @@ package wirecount
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"sync"
 )
@@ -63,25 +64,18 @@ func (c Counts) Total() int {
 }
 
 // Counts returns the requests counted so far, by method.
-func (t *Transport) Counts() Counts {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := make(Counts, len(t.count))
-	for k, v := range t.count {
-		c[k] = v
-	}
-	return c
-}
+func (t *Transport) Counts() Counts { return t.copyOf(&t.count) }
 
 // Labeled returns the requests counted so far by the label of their
 // context (WithLabel); "" counts those without one.
-func (t *Transport) Labeled() Counts {
+func (t *Transport) Labeled() Counts { return t.copyOf(&t.labeled) }
+
+// copyOf copies the map at m, one of t's, under t.mu (Reset replaces them).
+func (t *Transport) copyOf(m *map[string]int) Counts {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := make(Counts, len(t.labeled))
-	for k, v := range t.labeled {
-		c[k] = v
-	}
+	c := make(Counts, len(*m))
+	maps.Copy(c, *m)
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -148,7 +149,7 @@ func (b *bench) newLagMeter(ctx context.Context) (*lagMeter, error) {
 	m := &lagMeter{b: b, key: b.key("clocks"), e: clockEstimate{lmGran: max(b.props.TimestampGranularity, time.Millisecond)}}
 	version := ""
 	for range 3 * minClockSamples {
-		if err := sleep(ctx, time.Until(m.e.next(time.Now().Add(b.props.MinWriteInterval)))); err != nil {
+		if err := ctxsleep.For(ctx, time.Until(m.e.next(time.Now().Add(b.props.MinWriteInterval)))); err != nil {
 			return nil, err
 		}
 		sent := time.Now()
@@ -191,7 +192,7 @@ func (m *lagMeter) lag(ctx context.Context) (dateLag, error) {
 		if m.e.date.n >= minClockSamples && m.e.date.hi-m.e.date.lo < 10*time.Millisecond {
 			break
 		}
-		if err := sleep(ctx, time.Until(m.e.next(time.Now()))); err != nil {
+		if err := ctxsleep.For(ctx, time.Until(m.e.next(time.Now()))); err != nil {
 			return dateLag{}, err
 		}
 		sent := time.Now()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/objlease"
 )
 
@@ -89,7 +90,7 @@ func (b *bench) contention(ctx context.Context, n int) (*contentionReport, error
 				if err != nil {
 					if runCtx.Err() == nil {
 						fail(err)
-						_ = sleep(runCtx, b.poll)
+						_ = ctxsleep.For(runCtx, b.poll)
 					}
 					continue
 				}
@@ -120,7 +121,7 @@ func (b *bench) contention(ctx context.Context, n int) (*contentionReport, error
 				rcancel()
 				// Pause as a poll would (the library jitters polls by ±20 %),
 				// so that the others get their turn.
-				_ = sleep(runCtx, time.Duration((0.8+0.4*rand.Float64())*float64(b.poll)))
+				_ = ctxsleep.For(runCtx, time.Duration((0.8+0.4*rand.Float64())*float64(b.poll)))
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/objlease"
 )
 
@@ -394,7 +395,7 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failo
 		// Kill at a random point of the renewal cycle, once the contender
 		// has had time to learn when the holder renews (a few renewal
 		// intervals).
-		_ = sleep(ctx, 3*b.ttl+time.Duration(rand.Float64()*float64(b.renew)))
+		_ = ctxsleep.For(ctx, 3*b.ttl+time.Duration(rand.Float64()*float64(b.renew)))
 		var a acquired
 		select {
 		case a = <-got:
@@ -521,7 +522,7 @@ func (b *bench) freshTakeovers(ctx context.Context) ([]freshReport, error) {
 	// Long dead: past TTL + granularity + margin by the store's clock,
 	// with room for a Date header truncated to the granularity too.
 	g := b.props.TimestampGranularity
-	if err := sleep(ctx, b.ttl+2*g+2*time.Second); err != nil {
+	if err := ctxsleep.For(ctx, b.ttl+2*g+2*time.Second); err != nil {
 		return nil, err
 	}
 	byRule := map[string]*freshReport{}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/providers"
 )
@@ -117,7 +118,7 @@ func (b *bench) many(ctx context.Context) (*manyReport, error) {
 
 	b.prog.show(true, "many: holding %d leases for %v", n, b.duration)
 	w0, cpu0, t0 := gaps.writes.Load(), cpuTime(), time.Now()
-	if err := sleep(ctx, b.duration); err != nil {
+	if err := ctxsleep.For(ctx, b.duration); err != nil {
 		return nil, err
 	}
 	window := time.Since(t0)
@@ -166,13 +167,13 @@ func (b *bench) waiters(ctx context.Context, r *manyReport, held *objlease.Lease
 		})
 	}
 	// One poll interval for every waiter's first attempt, then count.
-	if err := sleep(ctx, b.poll); err != nil {
+	if err := ctxsleep.For(ctx, b.poll); err != nil {
 		return err
 	}
 	m1, g1 := memNow()
 	// Reads only: the one holder left renews with writes.
 	c0, cpu0, t0 := b.cs.counts(), cpuTime(), time.Now()
-	if err := sleep(ctx, b.duration); err != nil {
+	if err := ctxsleep.For(ctx, b.duration); err != nil {
 		return err
 	}
 	window := time.Since(t0)

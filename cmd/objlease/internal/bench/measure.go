@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/wirecount"
 )
@@ -146,24 +147,12 @@ func (p *pacer) wait(ctx context.Context, key string) error {
 		return nil
 	}
 	if d := time.Until(p.last[key].Add(p.min)); d > 0 {
-		if err := sleep(ctx, d); err != nil {
+		if err := ctxsleep.For(ctx, d); err != nil {
 			return err
 		}
 	}
 	p.last[key] = time.Now()
 	return nil
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
 }
 
 // dist summarises a sample of durations.
