@@ -147,25 +147,34 @@ func (c *cli) electCmd(fs *flagSet) action {
 				p.ready = func(p *probe) (bool, string) { return p.holder != "", "no leader" }
 			})
 		}
-		cl, err := c.clientWith(ctx, &lf, url, func(opts *objlease.Options) {
-			if *value != "" {
-				opts.Data = []byte(*value)
+		if *listen {
+			cl, err := c.clientWith(ctx, &lf, url, func(opts *objlease.Options) {
+				if opts.Holder == "" {
+					opts.Holder = "objlease-listen" // never written
+				}
+			})
+			if err != nil {
+				return opErr("elect", url, err)
 			}
-			if *listen && opts.Holder == "" {
-				opts.Holder = "objlease-listen" // never written
-			}
-		})
+			defer cl.Store().Close()
+			return opErr("elect", url, c.listenLeader(ctx, cl, *asJSON))
+		}
+		store, key, err := c.open(ctx, url, true)
 		if err != nil {
 			return opErr("elect", url, err)
 		}
-		defer cl.Store().Close()
-		switch {
-		case *listen:
-			return opErr("elect", url, c.listenLeader(ctx, cl, *asJSON))
-		case argv == nil:
-			return c.electHold(ctx, cl, url, *asJSON)
+		defer store.Close()
+		sess, opts, err := c.session(store, &lf)
+		if err != nil {
+			return opErr("elect", url, err)
 		}
-		return c.electRun(ctx, cl, url, argv, *grace, *value)
+		if *value != "" {
+			opts.Data = []byte(*value)
+		}
+		if argv == nil {
+			return c.electHold(ctx, sess, key, opts, url, *asJSON)
+		}
+		return c.electRun(ctx, sess, key, opts, url, argv, *grace, *value)
 	}
 }
 
@@ -184,7 +193,7 @@ func (c *cli) sayLeader(l election.Leader) {
 
 // electHold campaigns until signalled, printing a line each time this
 // process is elected and each time it loses the leadership.
-func (c *cli) electHold(ctx context.Context, cl *objlease.Client, url string, asJSON bool) error {
+func (c *cli) electHold(ctx context.Context, sess *objlease.Session, key string, opts objlease.Options, url string, asJSON bool) error {
 	var mu sync.Mutex
 	var resigned bool // signalled while leading
 	var printErr error
@@ -207,8 +216,7 @@ func (c *cli) electHold(ctx context.Context, cl *objlease.Client, url string, as
 			stop(err)
 		}
 	}
-	e, err := election.New(election.Config{
-		Client: cl,
+	e, err := election.New(sess, key, opts, election.Config{
 		OnStartedLeading: func(lctx context.Context, l *objlease.Lease) {
 			c.probe.set(func(p *probe) { p.lease = l })
 			say("elected", l)
@@ -257,7 +265,7 @@ func (ev electEvent) text() string {
 
 // electRun campaigns and runs argv in each term of leadership, until argv
 // exits by itself or a signal ends the campaign.
-func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, argv []string, grace time.Duration, value string) error {
+func (c *cli) electRun(ctx context.Context, sess *objlease.Session, key string, opts objlease.Options, url string, argv []string, grace time.Duration, value string) error {
 	// Signals are elect's to route, not a reason to stop campaigning:
 	// while a command runs they go to it, else they end the campaign.
 	ectx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -291,8 +299,7 @@ func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, arg
 		stop(errElectDone)
 	}
 	env := []string{"OBJLEASE_LEADER_VALUE=" + value}
-	e, err := election.New(election.Config{
-		Client: cl,
+	e, err := election.New(sess, key, opts, election.Config{
 		OnStartedLeading: func(lctx context.Context, l *objlease.Lease) {
 			c.probe.set(func(p *probe) { p.lease = l })
 			if lctx.Err() != nil {
