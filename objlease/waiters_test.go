@@ -83,7 +83,8 @@ var waiters = []aWaiter{
 		return done
 	}},
 	{"election.Run", []string{"jobs/nightly"}, func(t *testing.T, ctx context.Context, store providers.Store, clk *clock.Fake) <-chan error {
-		e, err := election.New(election.Config{Client: leaseClient(t, store, clk), OnStartedLeading: func(context.Context, *objlease.Lease) {}})
+		e, err := election.New(newSession(t, store, clk), "jobs/nightly", objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: "waiter"},
+			election.Config{OnStartedLeading: func(context.Context, *objlease.Lease) {}})
 		if err != nil {
 			t.Fatal(err)
 		}

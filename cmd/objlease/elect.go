@@ -146,25 +146,35 @@ func (c *cli) electCmd(fs *flagSet) action {
 				p.ready = func(p *probe) (bool, string) { return p.holder != "", "no leader" }
 			})
 		}
-		cl, err := c.clientWith(ctx, &lf, url, func(opts *objlease.Options) {
-			if *value != "" {
-				opts.Data = []byte(*value)
+		if *listen {
+			cl, err := c.clientWith(ctx, &lf, url, func(opts *objlease.Options) {
+				if opts.Holder == "" {
+					opts.Holder = "objlease-listen" // never written
+				}
+			})
+			if err != nil {
+				return opErr("elect", url, err)
 			}
-			if *listen && opts.Holder == "" {
-				opts.Holder = "objlease-listen" // never written
-			}
-		})
+			defer cl.Store().Close()
+			return opErr("elect", url, c.listenLeader(ctx, cl, *asJSON))
+		}
+		store, key, err := c.open(ctx, url, true)
 		if err != nil {
 			return opErr("elect", url, err)
 		}
-		defer cl.Store().Close()
-		switch {
-		case *listen:
-			return opErr("elect", url, c.listenLeader(ctx, cl, *asJSON))
-		case argv == nil:
-			return c.electHold(ctx, cl, url, *asJSON)
+		defer store.Close()
+		sess, opts, err := c.session(store, &lf)
+		if err != nil {
+			return opErr("elect", url, err)
 		}
-		return c.electRun(ctx, cl, url, argv, *grace, *value)
+		if *value != "" {
+			opts.Data = []byte(*value)
+		}
+		e := elector{sess: sess, key: key, opts: opts}
+		if argv == nil {
+			return c.electHold(ctx, e, url, *asJSON)
+		}
+		return c.electRun(ctx, e, url, argv, *grace, *value)
 	}
 }
 
@@ -181,12 +191,18 @@ func (c *cli) sayLeader(l election.Leader) {
 	c.log.Info(msg)
 }
 
-// campaign runs for leader with cl until ctx ends: lead is each term of
+// elector is what elect campaigns with: the lease at key in sess.
+type elector struct {
+	sess *objlease.Session
+	key  string
+	opts objlease.Options
+}
+
+// campaign runs for leader with e until ctx ends: lead is each term of
 // leadership, with the lease already shown to --http, and sayLeader hears
 // of every leader.
-func (c *cli) campaign(ctx context.Context, cl *objlease.Client, lead func(lctx context.Context, l *objlease.Lease)) error {
-	e, err := election.New(election.Config{
-		Client: cl,
+func (c *cli) campaign(ctx context.Context, e elector, lead func(lctx context.Context, l *objlease.Lease)) error {
+	el, err := election.New(e.sess, e.key, e.opts, election.Config{
 		OnStartedLeading: func(lctx context.Context, l *objlease.Lease) {
 			c.probe.set(func(p *probe) { p.lease = l })
 			lead(lctx, l)
@@ -196,12 +212,12 @@ func (c *cli) campaign(ctx context.Context, cl *objlease.Client, lead func(lctx 
 	if err != nil {
 		return err
 	}
-	return e.Run(ctx)
+	return el.Run(ctx)
 }
 
 // electHold campaigns until signalled, printing a line each time this
 // process is elected and each time it loses the leadership.
-func (c *cli) electHold(ctx context.Context, cl *objlease.Client, url string, asJSON bool) error {
+func (c *cli) electHold(ctx context.Context, e elector, url string, asJSON bool) error {
 	var mu sync.Mutex
 	var resigned bool // signalled while leading
 	var printErr error
@@ -224,7 +240,7 @@ func (c *cli) electHold(ctx context.Context, cl *objlease.Client, url string, as
 			stop(err)
 		}
 	}
-	err := c.campaign(ectx, cl, func(lctx context.Context, l *objlease.Lease) {
+	err := c.campaign(ectx, e, func(lctx context.Context, l *objlease.Lease) {
 		say("elected", l)
 		<-lctx.Done()
 		if cause := context.Cause(lctx); errors.Is(cause, objlease.ErrLeaseLost) {
@@ -265,7 +281,7 @@ func (ev electEvent) text() string {
 
 // electRun campaigns and runs argv in each term of leadership, until argv
 // exits by itself or a signal ends the campaign.
-func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, argv []string, grace time.Duration, value string) error {
+func (c *cli) electRun(ctx context.Context, e elector, url string, argv []string, grace time.Duration, value string) error {
 	// Signals are elect's to route, not a reason to stop campaigning:
 	// while a command runs they go to it, else they end the campaign.
 	ectx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -299,7 +315,7 @@ func (c *cli) electRun(ctx context.Context, cl *objlease.Client, url string, arg
 		stop(errElectDone)
 	}
 	env := []string{"OBJLEASE_LEADER_VALUE=" + value}
-	err := c.campaign(ectx, cl, func(lctx context.Context, l *objlease.Lease) {
+	err := c.campaign(ectx, e, func(lctx context.Context, l *objlease.Lease) {
 		if lctx.Err() != nil {
 			return // stepping down already
 		}

@@ -38,11 +38,9 @@ type Leader struct {
 	Self   bool   // this process is the leader
 }
 
-// Config configures an Elector.
+// Config holds an Elector's callbacks. The lease's timings (TTL, renew
+// and poll intervals) and Data, which observers see, are New's opts.
 type Config struct {
-	// Client campaigns for its lease. Its Options set the timings (TTL,
-	// renew and poll intervals) and Data, which observers see.
-	Client *objlease.Client
 	// OnStartedLeading runs in its own goroutine when this process becomes
 	// leader. ctx is cancelled when leadership ends or is to end; the elector
 	// waits for the callback to return before it releases the lease and
@@ -60,30 +58,52 @@ type Config struct {
 // steps down: its lease is about to be released.
 var errSteppingDown = fmt.Errorf("%w: stepping down", objlease.ErrReleased)
 
-// Elector campaigns for leadership.
+// Elector campaigns for leadership. It keeps one client for its whole
+// life, so what that client has observed of the record (how long it has
+// seen it unchanged, the holder's renewal phase) carries over from one
+// campaign (Run) to the next.
 type Elector struct {
+	client *objlease.Client
 	cfg    Config
 	log    *slog.Logger
 	mu     sync.Mutex
 	leader Leader
 	known  bool
 	lease  *objlease.Lease
-	resign chan struct{}
-	once   sync.Once
+	// running is set while a Run is in progress; stop ends it.
+	running bool
+	stop    context.CancelFunc
+	// resigned: Resign was called while no Run was in progress, so the
+	// next Run returns at once.
+	resigned bool
 }
 
 // ErrInvalidConfig: the Config is incomplete.
 var ErrInvalidConfig = errors.New("invalid election config")
 
-// New validates cfg and returns an Elector.
-func New(cfg Config) (*Elector, error) {
+// ErrRunning: Run was called while another Run of the same Elector was in
+// progress. An Elector campaigns once at a time; run a second campaign
+// after the first has returned, or with another Elector.
+var ErrRunning = errors.New("election: Run already in progress on this Elector")
+
+// New returns an Elector that campaigns for the lease at key through
+// sess, with opts (validated as Session.Client does: the same holder
+// identity and timings for every campaign). It makes the elector's one
+// client now and sends no request. A nil sess, an empty key or invalid
+// opts give an error matching objlease.ErrInvalidOptions; a Config without
+// OnStartedLeading, ErrInvalidConfig.
+func New(sess *objlease.Session, key string, opts objlease.Options, cfg Config) (*Elector, error) {
 	switch {
-	case cfg.Client == nil:
-		return nil, fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
+	case sess == nil:
+		return nil, fmt.Errorf("%w: nil session", objlease.ErrInvalidOptions)
 	case cfg.OnStartedLeading == nil:
 		return nil, fmt.Errorf("%w: OnStartedLeading is nil", ErrInvalidConfig)
 	}
-	return &Elector{cfg: cfg, log: cfg.Client.Options().Logger, resign: make(chan struct{})}, nil
+	c, err := sess.Client(key, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Elector{client: c, cfg: cfg, log: c.Options().Logger}, nil
 }
 
 // Run campaigns until ctx ends or Resign is called. It waits for the
@@ -93,17 +113,31 @@ func New(cfg Config) (*Elector, error) {
 // returns nil when ctx ends or Resign is called, and an error that
 // campaigning cannot cure (objlease.IsPermanent: a missing bucket, refused
 // credentials, an object at the key that is not a lease record) at once.
+//
+// Run may be called again once it has returned, to campaign again with
+// the same client. One Run at a time: a Run called while another is in
+// progress returns ErrRunning at once.
 func (e *Elector) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-e.resign:
-			cancel()
-		case <-ctx.Done():
-		}
+	e.mu.Lock()
+	switch {
+	case e.running:
+		e.mu.Unlock()
+		return ErrRunning
+	case e.resigned:
+		e.resigned = false
+		e.mu.Unlock()
+		return nil
+	}
+	e.running, e.stop = true, cancel
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.running, e.stop = false, nil
+		e.mu.Unlock()
 	}()
-	c := e.cfg.Client
+	c := e.client
 	progress := func(p objlease.Progress) {
 		if h := p.Held; h != nil {
 			e.observe(Leader{Holder: h.Holder, Token: h.Token, Data: h.Data})
@@ -174,9 +208,22 @@ func (e *Elector) observe(l Leader) {
 	}
 }
 
-// Resign steps down if leading (releasing the lease, keeping its token, once
-// OnStartedLeading has returned) and makes Run return.
-func (e *Elector) Resign() { e.once.Do(func() { close(e.resign) }) }
+// Resign ends the Run in progress: it steps down if leading (releasing
+// the lease, keeping its token, once OnStartedLeading has returned) and
+// makes that Run return nil. Called while no Run is in progress (before
+// the first, or between two), it makes the next Run return nil at once
+// without campaigning, so that a Resign racing a Run just being started
+// is not lost; the Run after that campaigns again. Resign does not wait
+// for Run to return.
+func (e *Elector) Resign() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running {
+		e.stop()
+		return
+	}
+	e.resigned = true
+}
 
 // Leader returns the last leader observed, and whether there was one.
 func (e *Elector) Leader() (Leader, bool) {

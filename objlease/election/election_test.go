@@ -3,6 +3,7 @@ package election_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,12 +59,12 @@ func (ev *events) snapshot() eventLog {
 
 func newElector(t *testing.T, store providers.Store, holder string, clk clock.Clock, ev *events) *election.Elector {
 	t.Helper()
-	c, err := objlease.New(store, "leader", objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, PollInterval: time.Second, Holder: holder, Clock: clk, Data: []byte("addr-" + holder)})
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := election.New(election.Config{
-		Client: c,
+	opts := objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, PollInterval: time.Second, Holder: holder, Data: []byte("addr-" + holder)}
+	e, err := election.New(sess, "leader", opts, election.Config{
 		OnStartedLeading: func(ctx context.Context, l *objlease.Lease) {
 			ev.mu.Lock()
 			ev.started = append(ev.started, l.Token())
@@ -216,8 +217,109 @@ func TestRunOnce(t *testing.T) {
 	}
 }
 
-func TestConfigValidated(t *testing.T) {
-	if _, err := election.New(election.Config{}); !errors.Is(err, election.ErrInvalidConfig) {
+func TestNewValidates(t *testing.T) {
+	sess, err := objlease.NewSession(mem.New(), objlease.SessionOptions{Clock: clock.NewFake(epoch)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := objlease.Options{TTL: 10 * time.Second, Holder: "one"}
+	cfg := election.Config{OnStartedLeading: func(context.Context, *objlease.Lease) {}}
+	for _, tc := range []struct {
+		name string
+		sess *objlease.Session
+		key  string
+		opts objlease.Options
+		cfg  election.Config
+		want error
+	}{
+		{"nil session", nil, "leader", opts, cfg, objlease.ErrInvalidOptions},
+		{"empty key", sess, "", opts, cfg, objlease.ErrInvalidOptions},
+		{"invalid options", sess, "leader", objlease.Options{TTL: -time.Second}, cfg, objlease.ErrInvalidOptions},
+		{"another clock", sess, "leader", objlease.Options{Clock: clock.NewFake(epoch)}, cfg, objlease.ErrInvalidOptions},
+		{"nil OnStartedLeading", sess, "leader", opts, election.Config{}, election.ErrInvalidConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if e, err := election.New(tc.sess, tc.key, tc.opts, tc.cfg); !errors.Is(err, tc.want) || e != nil {
+				t.Fatalf("New: %v, %v; want an error matching %v", e, err, tc.want)
+			}
+		})
+	}
+	if _, err := election.New(sess, "leader", opts, cfg); err != nil {
+		t.Fatalf("valid: %v", err)
+	}
+}
+
+// TestRunAgainAfterResign: an Elector leads again when Run is called after
+// a Resign ended the previous one, with the same client, and Resign then
+// ends only that second Run.
+func TestRunAgainAfterResign(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := mem.New()
+	clk := clock.NewFake(epoch)
+	var ev events
+	e := newElector(t, store, "one", clk, &ev)
+	for term := 1; term <= 2; term++ {
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		drive(t, clk, fmt.Sprintf("term %d leads", term), func() bool { return len(ev.snapshot().started) == term })
+		if e.ValidFor() <= 0 {
+			t.Fatalf("term %d: ValidFor %v while leading", term, e.ValidFor())
+		}
+		e.Resign()
+		if err := <-done; err != nil {
+			t.Fatalf("term %d: Run: %v", term, err)
+		}
+		if s := ev.snapshot(); s.stopped != term {
+			t.Fatalf("term %d: %+v", term, s)
+		}
+	}
+	if s := ev.snapshot(); s.started[0] != 1 || s.started[1] != 2 {
+		t.Fatalf("tokens %v, want [1 2]", s.started)
+	}
+}
+
+// TestResignWhileIdle: a Resign while no Run is in progress ends the next
+// Run at once, without campaigning, and only that one.
+func TestResignWhileIdle(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := mem.New()
+	clk := clock.NewFake(epoch)
+	var ev events
+	e := newElector(t, store, "one", clk, &ev)
+	e.Resign()
+	e.Resign() // twice while idle is still one
+	if err := e.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := ev.snapshot(); len(s.started) != 0 {
+		t.Fatalf("led after a Resign: %+v", s)
+	}
+	go e.Run(ctx)
+	drive(t, clk, "leads on the next Run", func() bool { return len(ev.snapshot().started) == 1 })
+}
+
+// TestConcurrentRunRefused: a second Run while one is in progress returns
+// ErrRunning at once and leaves the first campaigning.
+func TestConcurrentRunRefused(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := mem.New()
+	clk := clock.NewFake(epoch)
+	var ev events
+	e := newElector(t, store, "one", clk, &ev)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	drive(t, clk, "one leads", func() bool { return len(ev.snapshot().started) == 1 })
+	if err := e.Run(ctx); !errors.Is(err, election.ErrRunning) {
+		t.Fatalf("second Run: %v, want ErrRunning", err)
+	}
+	if e.ValidFor() <= 0 || ev.snapshot().stopped != 0 {
+		t.Fatalf("the first Run was disturbed: %+v", ev.snapshot())
+	}
+	cancel()
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 }

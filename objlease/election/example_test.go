@@ -11,6 +11,36 @@ import (
 	"github.com/objlease/objlease/providers/mem"
 )
 
+// An elector made in a session campaigns for the lease at a key; Run
+// campaigns again, with the same client, after a Resign ended it.
+func ExampleElector() {
+	ctx := context.Background()
+	sess, err := objlease.NewSession(mem.New(), objlease.SessionOptions{}) // in production: a store from providers.Open
+	if err != nil {
+		panic(err)
+	}
+	var e *election.Elector
+	e, err = election.New(sess, "leaders/api", objlease.Options{TTL: 10 * time.Second, Holder: "node-a", Data: []byte("10.0.0.1:8080")},
+		election.Config{
+			OnStartedLeading: func(ctx context.Context, l *objlease.Lease) {
+				fmt.Println("leading with token", l.Token())
+				e.Resign() // e.g. handing over before a restart
+				<-ctx.Done()
+			},
+		})
+	if err != nil {
+		panic(err)
+	}
+	for range 2 {
+		if err := e.Run(ctx); err != nil {
+			panic(err)
+		}
+	}
+	// Output:
+	// leading with token 1
+	// leading with token 2
+}
+
 // A cron-style serverless job: every instance starts at the same minute,
 // one becomes leader through the bucket and does the work, the others see
 // it held and exit.

@@ -70,12 +70,12 @@ func TestNoOverlapAfterResign(t *testing.T) {
 	var mu sync.Mutex
 	var observed []election.Leader
 	newElector := func(holder string) *election.Elector {
-		c, err := objlease.New(store, "leader", objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, PollInterval: time.Second, Holder: holder, Clock: clk})
+		sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: clk})
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := election.New(election.Config{
-			Client: c,
+		opts := objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, PollInterval: time.Second, Holder: holder}
+		e, err := election.New(sess, "leader", opts, election.Config{
 			OnStartedLeading: func(ctx context.Context, _ *objlease.Lease) {
 				l.start(holder)
 				defer l.end(holder)

@@ -15,33 +15,50 @@ import (
 	"github.com/objlease/objlease/objlease/election"
 )
 
-// campaign is an elector process: it campaigns with election.Elector for
-// the election's lease, steps down now and then (Resign, or by ending
-// Run's context) and campaigns again.
+// newElector is an elector process's Elector, on a session of its own as
+// objlease.New gives every other client.
+func newElector(p *proc, opts objlease.Options) (*election.Elector, error) {
+	sess, err := objlease.NewSession(p.store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	opts.Clock = nil // the session's
+	return election.New(sess, leaseKey(p.w.cfg.leases), opts, election.Config{OnStartedLeading: p.lead})
+}
+
+// campaign is an elector process: it campaigns with its election.Elector
+// for the election's lease, steps down now and then (Resign, or by ending
+// Run's context) and campaigns again with the same Elector, whose client
+// keeps what it has observed of the record.
 func (p *proc) campaign() {
 	w := p.w
-	c := p.clients[w.cfg.leases]
+	e := p.elector
 	for w.now() < w.cfg.duration {
-		e, err := election.New(election.Config{Client: c, OnStartedLeading: p.lead})
-		if err != nil {
-			panic(err)
-		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
+		var runErr error
 		go func() {
 			defer close(done)
-			_ = e.Run(ctx)
+			runErr = e.Run(ctx)
 		}()
 		w.count("elector")
 		p.sleep(5*time.Second + time.Duration(p.rnd.Int64N(int64(time.Minute))))
-		if p.rnd.IntN(4) == 0 {
-			cancel()
-		} else {
+		resigned := p.rnd.IntN(4) != 0
+		if resigned {
 			e.Resign()
+		} else {
+			cancel()
 		}
 		w.logf(p, "elector stepping down")
 		<-done
 		cancel()
+		if resigned && runErr != nil {
+			// Run had returned on its own (a permanent error), so the
+			// Resign may be waiting for the next Run: drop it, as a fresh
+			// Elector would have. With its context ended, this Run sends
+			// nothing.
+			_ = e.Run(ctx)
+		}
 		w.logf(p, "elector stopped")
 		p.sleep(time.Duration(p.rnd.Int64N(int64(3 * time.Second))))
 	}

@@ -229,9 +229,10 @@ type proc struct {
 	clock   *driftClock
 	store   *gateStore
 	faults  []*faulty.Driver
-	root    driver.Driver // the store under the faults
-	worker  bool          // of the shard group
-	clients []*objlease.Client
+	root    driver.Driver      // the store under the faults
+	worker  bool               // of the shard group
+	clients []*objlease.Client // nil for an elector's election key: see elector
+	elector *election.Elector  // an elector process's, for all its campaigns
 	byName  []*objlease.Client // the same holder, as the CLI's release command is
 	opts    []objlease.Options // of clients, for a restart
 
@@ -900,8 +901,14 @@ func newWorld(cfg config, dir string) (*world, error) {
 			if cfg.storeClock {
 				opts.StoreClock = &objlease.StoreClockRule{}
 			}
-			c, err := objlease.New(p.store, leaseKey(k), opts)
-			if err != nil {
+			var c *objlease.Client
+			if i < cfg.electors && k == cfg.leases {
+				// An elector's client for the election is its Elector's
+				// own, kept from one campaign to the next.
+				if p.elector, err = newElector(p, opts); err != nil {
+					return nil, err
+				}
+			} else if c, err = objlease.New(p.store, leaseKey(k), opts); err != nil {
 				return nil, err
 			}
 			opts.Rand = rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))
