@@ -23,13 +23,7 @@ const (
 func flagTables() string {
 	var b strings.Builder
 	c := &cli{}
-	for i := range commands {
-		cmd := &commands[i]
-		if cmd.hidden {
-			continue
-		}
-		fs := newFlagSet(cmd)
-		cmd.setup(c, fs)
+	for cmd, fs := range c.listedCommands() {
 		fmt.Fprintf(&b, "\n**%s**", cmd.name)
 		docs := fs.flagDocs()
 		if len(docs) == 1 { // -v only
