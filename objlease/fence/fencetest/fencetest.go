@@ -17,6 +17,7 @@ import (
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/objlease/fence"
+	"github.com/objlease/objlease/objlease/leasetest"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -131,14 +132,9 @@ func stat(t *testing.T, store providers.Store, key string) *providers.Attrs {
 	return a
 }
 
-// Config says what the suite runs on, in the shape of providertest.Config.
-type Config struct {
-	// Store is the store under test, as its constructor returns it.
-	Store providers.Store
-	// Prefix starts every key the suite writes (unique per run, so shared
-	// buckets are safe); may be "".
-	Prefix string
-}
+// Config says what the suite runs on: a store and a key prefix, as for
+// leasetest, whose Config it is.
+type Config = leasetest.Config
 
 // Run runs the scenarios as subtests of t, on cfg.Store under cfg.Prefix.
 func Run(t *testing.T, cfg Config) {
