@@ -41,23 +41,34 @@ func (s *store) read(ctx context.Context, op string, f paths) (*object, error) {
 	return o, nil
 }
 
+// existing returns the object at key, or ErrNotFound for op if there is
+// none: the start of Read and Stat. The caller closes the object.
+func (s *store) existing(ctx context.Context, op, key string) (*object, error) {
+	f, err := s.files(op, key)
+	if err != nil {
+		return nil, err
+	}
+	o, err := s.read(ctx, op, f)
+	if err != nil {
+		return nil, err
+	}
+	if !o.exists() {
+		o.close()
+		return nil, driver.Wrap(op, key, driver.ErrNotFound, nil)
+	}
+	return o, nil
+}
+
 // Read implements driver.Driver. Reads take no lock unless they find a
 // write in progress: object files are never changed in place, only
 // replaced by rename.
 func (s *store) Read(ctx context.Context, key string, maxBytes int64) (_ *driver.Reader, err error) {
 	defer refused(&err)
-	f, err := s.files("get", key)
-	if err != nil {
-		return nil, err
-	}
-	o, err := s.read(ctx, "get", f)
+	o, err := s.existing(ctx, "get", key)
 	if err != nil {
 		return nil, err
 	}
 	defer o.close()
-	if !o.exists() {
-		return nil, driver.Wrap("get", key, driver.ErrNotFound, nil)
-	}
 	if maxBytes > 0 && o.attrs.Size > maxBytes {
 		// Bucket would refuse it; do not read it first.
 		return &driver.Reader{Attrs: o.attrs, Body: io.NopCloser(strings.NewReader(""))}, nil
@@ -72,18 +83,11 @@ func (s *store) Read(ctx context.Context, key string, maxBytes int64) (_ *driver
 // Stat implements driver.Driver.
 func (s *store) Stat(ctx context.Context, key string) (_ *driver.Attrs, err error) {
 	defer refused(&err)
-	f, err := s.files("stat", key)
-	if err != nil {
-		return nil, err
-	}
-	o, err := s.read(ctx, "stat", f)
+	o, err := s.existing(ctx, "stat", key)
 	if err != nil {
 		return nil, err
 	}
 	defer o.close()
-	if !o.exists() {
-		return nil, driver.Wrap("stat", key, driver.ErrNotFound, nil)
-	}
 	return &o.attrs, nil
 }
 
