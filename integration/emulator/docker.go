@@ -221,7 +221,7 @@ func (r *ctrRunner) stop() {
 	if r.c == nil {
 		return
 	}
-	r.unpauseLocked() // a frozen container cannot act on SIGTERM
+	r.setPausedLocked(false) // a frozen container cannot act on SIGTERM
 	ctx, cancel := context.WithTimeout(context.Background(), engineTimeout)
 	defer cancel()
 	grace := stopGrace
@@ -233,36 +233,37 @@ func (r *ctrRunner) stop() {
 func (r *ctrRunner) pause() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.c == nil || r.paused {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), engineTimeout)
-	defer cancel()
-	// Returns once the freezer reports every process frozen.
-	if _, err := dockerCli.ContainerPause(ctx, r.c.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
-		fmt.Fprintf(r.log, "--- pause %s: %v\n", r.name, err)
-		return
-	}
-	r.paused = true
+	r.setPausedLocked(true)
 }
 
 func (r *ctrRunner) resume() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.unpauseLocked()
+	r.setPausedLocked(false)
 }
 
-func (r *ctrRunner) unpauseLocked() {
-	if r.c == nil || !r.paused {
+// setPausedLocked pauses or unpauses the container, if it runs and is not
+// so already; r.mu is held.
+func (r *ctrRunner) setPausedLocked(paused bool) {
+	if r.c == nil || r.paused == paused {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), engineTimeout)
 	defer cancel()
-	if _, err := dockerCli.ContainerUnpause(ctx, r.c.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
-		fmt.Fprintf(r.log, "--- unpause %s: %v\n", r.name, err)
+	op, id := "unpause", r.c.GetContainerID()
+	var err error
+	if paused {
+		// Returns once the freezer reports every process frozen.
+		op = "pause"
+		_, err = dockerCli.ContainerPause(ctx, id, client.ContainerPauseOptions{})
+	} else {
+		_, err = dockerCli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
+	}
+	if err != nil {
+		fmt.Fprintf(r.log, "--- %s %s: %v\n", op, r.name, err)
 		return
 	}
-	r.paused = false
+	r.paused = paused
 }
 
 func (r *ctrRunner) pid() int {
@@ -309,7 +310,7 @@ func (r *ctrRunner) remove() {
 	if r.c == nil {
 		return
 	}
-	r.unpauseLocked()
+	r.setPausedLocked(false)
 	ctx, cancel := context.WithTimeout(context.Background(), engineTimeout)
 	defer cancel()
 	if err := r.c.Terminate(ctx, testcontainers.StopTimeout(stopGrace)); err != nil {
