@@ -81,9 +81,9 @@ func TestBadInputRecords(t *testing.T) {
 			c := badClient(t, rb, badKey, "a")
 			check := func(op string, err error) {
 				t.Helper()
-				var re *objlease.RecordError
+				var re *objlease.Error
 				if !errors.Is(err, tc.want) || !errors.As(err, &re) || re.Key != badKey {
-					t.Fatalf("%s: %v, want %v as a *RecordError naming %q", op, err, tc.want, badKey)
+					t.Fatalf("%s: %v, want %v as an *Error naming %q", op, err, tc.want, badKey)
 				}
 				if msg := err.Error(); !strings.Contains(msg, tc.reason) || !strings.Contains(msg, `"`+badKey+`"`) {
 					t.Fatalf("%s: message %q does not say %q about %q", op, msg, tc.reason, badKey)
@@ -152,9 +152,9 @@ func TestBadInputTokenWentBack(t *testing.T) {
 		t.Fatalf("renewal over a tampered record: %v, want ErrLeaseLost naming %q", err, badKey)
 	}
 	_, err = c.TryAcquire(ctx)
-	var re *objlease.RecordError
+	var re *objlease.Error
 	if !errors.As(err, &re) || !errors.Is(err, objlease.ErrBadRecord) || re.Key != badKey || !strings.Contains(err.Error(), "token went back from 5 to 2") {
-		t.Fatalf("acquire over a record whose token went back: %v, want a RecordError naming %q", err, badKey)
+		t.Fatalf("acquire over a record whose token went back: %v, want an *Error naming %q", err, badKey)
 	}
 	if obj, _ := m.Get(ctx, badKey, 0); string(obj.Data) != tampered {
 		t.Fatal("the tampered record was overwritten without force")
@@ -183,9 +183,9 @@ func TestBadInputTTLOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := badClient(t, m, badKey, "a").TryAcquire(ctx)
-	var re *objlease.RecordError
+	var re *objlease.Error
 	if !errors.As(err, &re) || re.Key != badKey || !strings.Contains(err.Error(), "more than the longest TTL") {
-		t.Fatalf("%v, want a RecordError naming %q", err, badKey)
+		t.Fatalf("%v, want an *Error naming %q", err, badKey)
 	}
 }
 

@@ -100,7 +100,7 @@ func TestRoundTripBudget(t *testing.T) {
 			e.take(e.client("dead", clock.NewFake(epoch)))
 			// Past TTL + granularity + margin (1 s) by the store's clock.
 			e.storeClk.Advance(11*time.Second + time.Millisecond)
-			c := e.client("fresh", clock.NewFake(epoch), func(o *objlease.Options) { o.StoreClock = &objlease.StoreClockRule{} })
+			c := e.client("fresh", clock.NewFake(epoch), func(o *objlease.Options) { o.StoreClock = true })
 			return func() error { e.take(c); return nil }
 		}},
 		{"poll a held lease", map[string]int{"get": 1}, func(e *budgetEnv) func() error {

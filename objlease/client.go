@@ -59,13 +59,23 @@ type observation struct {
 	// For an object that is not a valid record (rec nil, version set): why,
 	// and what could be read of it, so that Force can wait out its TTL and
 	// continue above its token.
-	bad       *RecordError
+	bad       *Error
 	badTTL    time.Duration
 	badToken  uint64
 	badHolder string
 }
 
 func (o *observation) absent() bool { return o.rec == nil && o.version == "" }
+
+// heldBad is the ErrHeld error for an object that is not a valid record,
+// which Force replaces once it has been seen unchanged for wait more.
+func (o *observation) heldBad(key string, wait time.Duration) *Error {
+	reason := ErrBadRecord.Error()
+	if o.bad != nil {
+		reason = fmt.Sprintf("%v: %s", o.bad.Err, o.bad.Reason)
+	}
+	return &Error{Key: key, Err: ErrHeld, Record: &Record{Holder: o.badHolder, Token: o.badToken}, Wait: wait, Reason: reason}
+}
 
 // New returns a Client for the lease at key in store, on a session of its
 // own (see Session) whose clock and logger are opts.Clock and opts.Logger.
@@ -105,9 +115,6 @@ func newClient(sess *Session, key string, opts Options) (*Client, error) {
 
 // Key returns the lease's key in its store.
 func (c *Client) Key() string { return c.key }
-
-// Holder returns this client's holder identity.
-func (c *Client) Holder() string { return c.opts.Holder }
 
 // Store returns the store the lease lives in.
 func (c *Client) Store() providers.Store { return c.store }
@@ -151,7 +158,7 @@ func (c *Client) read(ctx context.Context) (*observation, error) {
 		return c.view, nil
 	}
 	if errors.Is(err, providers.ErrTooLarge) {
-		rerr := &RecordError{Key: c.key, Reason: fmt.Sprintf("object is larger than %d bytes", MaxRecordSize), Err: ErrBadRecord}
+		rerr := recordError(c.key, ErrBadRecord, "object is larger than %d bytes", MaxRecordSize)
 		// Remember the version so that Force can replace exactly this object.
 		a, serr := c.store.Stat(ctx, c.key)
 		if serr != nil {
@@ -226,8 +233,8 @@ func (c *Client) sawBad(version string, attrs providers.Attrs, data []byte, err 
 	return o
 }
 
-// TryAcquire makes one attempt to take the lease. It returns a *HeldError
-// (errors.Is ErrHeld) when someone else holds it and it has not expired for
+// TryAcquire makes one attempt to take the lease. It returns an *Error
+// matching ErrHeld when someone else holds it and it has not expired for
 // this client. Calling it again later, on the same Client, is how a caller
 // waits out a dead holder's TTL; Acquire does that for you.
 //
@@ -274,7 +281,7 @@ func (c *Client) TryAcquire(ctx context.Context) (*Lease, error) {
 			return nil, err
 		} else if view.rec == nil && c.forceWait(view, now) > 0 {
 			// With Force, not a record, and not yet seen unchanged for long.
-			return nil, &HeldError{Key: c.key, Holder: view.badHolder, Token: view.badToken, Wait: c.forceWait(view, now), Bad: view.bad}
+			return nil, view.heldBad(c.key, c.forceWait(view, now))
 		} else if view.rec == nil || c.expiresIn(view, now) <= 0 {
 			// Expired, released, or (with Force) a bad object seen unchanged
 			// for its TTL.
@@ -284,7 +291,7 @@ func (c *Client) TryAcquire(ctx context.Context) (*Lease, error) {
 			}
 			// Someone else wrote first; look again.
 		} else {
-			return nil, &HeldError{Key: c.key, Holder: view.rec.Holder, Token: view.rec.Token, Data: view.rec.Data, Wait: c.expiresIn(view, c.opts.Clock.Now())}
+			return nil, heldError(c.key, view.rec, c.expiresIn(view, c.opts.Clock.Now()))
 		}
 		if view, err = c.readForWrite(ctx); err != nil {
 			return nil, err
@@ -325,7 +332,7 @@ func (c *Client) write(ctx context.Context, o *observation) (*Lease, error) {
 		return nil, err
 	}
 	rec := &Record{
-		Schema:    SchemaVersion,
+		Schema:    schemaVersion,
 		Name:      c.key,
 		Token:     token,
 		Holder:    c.opts.Holder,
@@ -438,7 +445,7 @@ func (c *Client) Acquire(ctx context.Context) (*Lease, error) {
 // sees the new token refuses the old holder. It returns the new token. An
 // object that is not a valid record is only replaced with Options.Force,
 // and only if a token to continue above can be found (see Options.Force):
-// else Break returns a *TokenError (ErrTokenUnknown). The new token is
+// else Break returns an *Error (ErrTokenUnknown). The new token is
 // also above Options.MinToken and the tokens of Options.FencedKeys.
 func (c *Client) Break(ctx context.Context) (uint64, error) {
 	if err := c.sess.err(c.key); err != nil {
@@ -449,7 +456,7 @@ func (c *Client) Break(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		rec := &Record{Schema: SchemaVersion, Name: c.key, Nonce: c.nonce(), State: StateReleased,
+		rec := &Record{Schema: schemaVersion, Name: c.key, Nonce: c.nonce(), State: StateReleased,
 			TTLMillis: c.opts.TTL.Milliseconds(), WrittenAt: time.Now().UTC()}
 		if o.rec != nil {
 			rec.TTLMillis = o.rec.TTLMillis
@@ -474,7 +481,7 @@ func (c *Client) Break(ctx context.Context) (uint64, error) {
 
 // Release releases the lease if the record says this client's holder
 // identity holds it, without a Lease value: for a process other than the one
-// that acquired it (the CLI's release command). It returns a *HeldError if
+// that acquired it (the CLI's release command). It returns an *Error (ErrHeld) if
 // someone else holds it, and nil if it is already released.
 func (c *Client) Release(ctx context.Context) error {
 	if err := c.sess.err(c.key); err != nil {
@@ -490,7 +497,7 @@ func (c *Client) Release(ctx context.Context) error {
 	case o.rec.State == StateReleased:
 		return nil
 	case o.rec.Holder != c.opts.Holder:
-		return &HeldError{Key: c.key, Holder: o.rec.Holder, Token: o.rec.Token, Data: o.rec.Data, Wait: c.expiresIn(o, c.opts.Clock.Now())}
+		return heldError(c.key, o.rec, c.expiresIn(o, c.opts.Clock.Now()))
 	}
 	next := *o.rec
 	next.Nonce = c.nonce()

@@ -28,7 +28,7 @@
 //   - The store-clock rule (opt-in, Options.StoreClock): a contender may
 //     take over a record whose age by the store's own clock (its Date
 //     minus the record's Last-Modified) exceeds the TTL plus a margin. It
-//     assumes the store's clocks agree within StoreClockRule.Margin; where
+//     assumes the store's clocks agree within Options.StoreClockMargin; where
 //     the store reports no time, the observed rule decides.
 //
 // The default clock (clock.Real) counts time the machine spent suspended

@@ -8,7 +8,7 @@ import (
 
 var (
 	// ErrHeld: the lease is held by someone else and has not expired in the
-	// eyes of this client. The error is a *HeldError.
+	// eyes of this client. The error is an *Error.
 	ErrHeld = errors.New("lease held by another holder")
 	// ErrLeaseLost: this holder can no longer rely on the lease (a renewal was
 	// refused, or could not succeed before the holder's safe validity ended).
@@ -18,10 +18,10 @@ var (
 	ErrReleased = errors.New("lease released")
 	// ErrBadRecord: the object under the lease key is not an objlease record
 	// (malformed, foreign, tampered with). It is never overwritten unless
-	// Options.Force is set. The error is a *RecordError.
+	// Options.Force is set. The error is an *Error.
 	ErrBadRecord = errors.New("not a valid lease record")
 	// ErrNewerSchema: the record was written by a newer objlease. It is never
-	// overwritten unless Options.Force is set. The error is a *RecordError.
+	// overwritten unless Options.Force is set. The error is an *Error.
 	ErrNewerSchema = errors.New("lease record has a newer schema")
 	// ErrInvalidOptions: the options are inconsistent.
 	ErrInvalidOptions = errors.New("invalid lease options")
@@ -29,7 +29,7 @@ var (
 	// package fence: it is a fenced data object (or tombstone), not a lease
 	// record. It is never overwritten, not even with Options.Force: its
 	// token guards data, and a lease record in its place would let an older
-	// token write there again. The error is a *RecordError; it does not
+	// token write there again. The error is an *Error; it does not
 	// match ErrBadRecord.
 	ErrFencedObject = errors.New("object is a fenced data object, not a lease record")
 	// ErrTokenExhausted: the record's token is the largest a token can be,
@@ -43,8 +43,8 @@ var (
 	// holder still has, which fenced resources would then refuse in favour
 	// of the stale holder. Also returned when a key in Options.FencedKeys
 	// names no fenced object. The remedy is to give the floor explicitly,
-	// with Options.MinToken or Options.FencedKeys. The error is a
-	// *TokenError.
+	// with Options.MinToken or Options.FencedKeys. The error is an
+	// *Error.
 	ErrTokenUnknown = errors.New("highest fencing token unknown")
 	// ErrAmbiguous: a write's outcome could not be determined, even by
 	// re-reading, before the context ended. The lease may or may not be held
@@ -59,87 +59,78 @@ var (
 	ErrNotYet = errors.New("nothing to act on yet")
 )
 
-// HeldError reports who holds a lease that could not be acquired.
-type HeldError struct {
-	Key    string
-	Holder string
-	Token  uint64
-	Data   []byte // the holder's data (for example its address)
-	// Wait is how much longer, at the least, this client must see the record
-	// unchanged before it may take over.
+// Error is what a lease operation returns when it has more to say than a
+// sentinel: which key, what the key held, how long to wait, what was wrong.
+// It matches its sentinel (Err) with errors.Is, as fs.PathError matches
+// its cause:
+//
+//	var e *objlease.Error
+//	if errors.Is(err, objlease.ErrHeld) && errors.As(err, &e) {
+//		log.Printf("held by %s for %v at least", e.Record.Holder, e.Wait)
+//	}
+type Error struct {
+	// Key is the lease's key (for package semaphore, also its size
+	// object's).
+	Key string
+	// Err is what happened: ErrHeld, the refusal that lost a lease (it
+	// matches ErrLeaseLost), ErrBadRecord, ErrNewerSchema, ErrFencedObject
+	// or ErrTokenUnknown.
+	Err error
+	// Record is the record found at the key: the holder's (ErrHeld), or
+	// the one that replaced a lost lease (nil if none could be read). When
+	// the object at the key is not a valid record and Options.Force is
+	// waiting to see it unchanged before replacing it (ErrHeld with a
+	// Reason), it holds what could be read of it: Holder and Token.
+	Record *Record
+	// Wait (ErrHeld) is how much longer, at the least, this client must
+	// see the record unchanged before it may take over.
 	Wait time.Duration
-	// Bad is set when the object at the key is not a valid record and
-	// Options.Force is waiting to see it unchanged before replacing it: it
-	// may be the record of a live holder (of a newer objlease, say). Holder
-	// and Token are then what could be read of it.
-	Bad *RecordError
-}
-
-func (e *HeldError) Error() string {
-	if e.Bad != nil {
-		return fmt.Sprintf("lease %q: %v: %s; force replaces it only once it has been seen unchanged for its TTL, %v from now at the earliest",
-			e.Key, e.Bad.Err, e.Bad.Reason, e.Wait.Round(time.Millisecond))
-	}
-	return fmt.Sprintf("lease %q: held by %q (token %d); expires for this client in %v at the earliest", e.Key, e.Holder, e.Token, e.Wait.Round(time.Millisecond))
-}
-
-// Unwrap makes errors.Is(err, ErrHeld) true.
-func (e *HeldError) Unwrap() error { return ErrHeld }
-
-// LostError is a lease lost because its record was replaced: a renewal
-// was refused, and the holder read what the key held instead. It matches
-// ErrLeaseLost; its message is the refusal's. Seen lets the holder say
-// what happened: a broken lease (Client.Break) is a released record with
-// the next token and no holder; one taken over is held by another holder
-// with a higher token; one released by another process with this holder's
-// identity is released with this lease's token.
-type LostError struct {
-	Key    string
-	Holder string // this lease's holder identity
-	Token  uint64 // this lease's token
-	// Seen is the record found at the key once the renewal was refused;
-	// nil if none could be read (deleted, unreadable, not a record).
-	Seen *Record
-	err  error
-}
-
-func (e *LostError) Error() string { return e.err.Error() }
-
-// Unwrap returns the refusal, which matches ErrLeaseLost.
-func (e *LostError) Unwrap() error { return e.err }
-
-// TokenError says why a new token for a lease cannot be proven to be above
-// every token issued for it. It matches ErrTokenUnknown.
-type TokenError struct {
-	Key string // the lease's key
-	// Fenced is the key in Options.FencedKeys that gave no token, if that
-	// is what went wrong.
-	Fenced string
+	// Reason says what is wrong with the object (record and token errors,
+	// ErrHeld over an object that is not a valid record), or how a lost
+	// lease's record was replaced.
 	Reason string
 }
 
-func (e *TokenError) Error() string {
-	return fmt.Sprintf("lease %q: %v: %s; give the floor explicitly: Options.MinToken (the highest token ever issued for the lease) or Options.FencedKeys (fenced objects written with its tokens)",
-		e.Key, ErrTokenUnknown, e.Reason)
-}
-
-// Unwrap returns ErrTokenUnknown.
-func (e *TokenError) Unwrap() error { return ErrTokenUnknown }
-
-// RecordError names the key of a lease object that could not be used and
-// says what is wrong with it.
-type RecordError struct {
-	Key    string
-	Reason string
-	Err    error // ErrBadRecord, ErrNewerSchema or ErrFencedObject
-}
-
-func (e *RecordError) Error() string {
-	if e.Err == ErrFencedObject {
+func (e *Error) Error() string {
+	switch {
+	case errors.Is(e.Err, ErrLeaseLost):
+		if e.Reason == "" {
+			return e.Err.Error()
+		}
+		return e.Err.Error() + "; " + e.Reason
+	case e.Err == ErrHeld && e.Reason != "":
+		return fmt.Sprintf("lease %q: %s; force replaces it only once it has been seen unchanged for its TTL, %v from now at the earliest",
+			e.Key, e.Reason, e.Wait.Round(time.Millisecond))
+	case e.Err == ErrHeld:
+		return fmt.Sprintf("lease %q: held by %q (token %d); expires for this client in %v at the earliest",
+			e.Key, e.Record.Holder, e.Record.Token, e.Wait.Round(time.Millisecond))
+	case e.Err == ErrTokenUnknown:
+		return fmt.Sprintf("lease %q: %v: %s; give the floor explicitly: Options.MinToken (the highest token ever issued for the lease) or Options.FencedKeys (fenced objects written with its tokens)",
+			e.Key, ErrTokenUnknown, e.Reason)
+	case e.Err == ErrFencedObject:
 		return fmt.Sprintf("lease %q: %s; it is never overwritten, not even with force", e.Key, e.Reason)
 	}
 	return fmt.Sprintf("lease %q: %v: %s (use force to overwrite it)", e.Key, e.Err, e.Reason)
 }
 
-// Unwrap returns ErrBadRecord, ErrNewerSchema or ErrFencedObject.
-func (e *RecordError) Unwrap() error { return e.Err }
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// heldBy returns err's *Error if err reports a held lease, else nil.
+func heldBy(err error) (e *Error) {
+	if errors.As(err, &e) && e.Err == ErrHeld {
+		return e
+	}
+	return nil
+}
+
+// heldError is the *Error for a lease held by rec's holder.
+func heldError(key string, rec *Record, wait time.Duration) *Error {
+	return &Error{Key: key, Err: ErrHeld, Record: rec, Wait: wait}
+}
+
+// recordError is the *Error for an object at key that cannot be used as a
+// record: sentinel is ErrBadRecord, ErrNewerSchema or ErrFencedObject.
+func recordError(key string, sentinel error, format string, args ...any) *Error {
+	return &Error{Key: key, Err: sentinel, Reason: fmt.Sprintf(format, args...)}
+}

@@ -10,19 +10,6 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-// Rule names the rule by which a held record expires for a Client (see
-// Status.Rule).
-type Rule string
-
-const (
-	// RuleObserved: the client has seen the same version unchanged for the
-	// record's TTL × (1 + DriftBound) on its own clock.
-	RuleObserved Rule = "observed"
-	// RuleStoreClock: with Options.StoreClock, the store's clock shows the
-	// record older than TTL + the store's timestamp granularity + Margin.
-	RuleStoreClock Rule = "store-clock"
-)
-
 // observedWait is how much longer, from now, a version first seen at since
 // must be seen unchanged before a writer promising ttl can have stopped
 // relying on it.
@@ -51,31 +38,33 @@ func (c *Client) expiresIn(o *observation, now time.Time) time.Duration {
 }
 
 // expiry is the one expiry rule: how long, from now, o's record stays
-// unexpired for this client (<= 0: expired or free), and which rule
-// decided it ("" for a free key).
-func (c *Client) expiry(o *observation, now time.Time) (time.Duration, Rule) {
+// unexpired for this client (<= 0: expired or free), and whether the
+// store-clock rule decided it rather than the observed rule (the client
+// has seen the same version unchanged for the record's TTL × (1 +
+// DriftBound) on its own clock).
+func (c *Client) expiry(o *observation, now time.Time) (wait time.Duration, byStore bool) {
 	if o.rec == nil || o.rec.State == StateReleased {
-		return 0, ""
+		return 0, false
 	}
-	ttl := o.rec.TTL()
-	wait, rule := c.observedWait(ttl, o.since, now), RuleObserved
-	if r := c.opts.StoreClock; r != nil {
-		if age, ok := storeAge(o.attrs, r.Margin); ok {
-			if byStore := c.storeClockLimit(ttl) - age; byStore < wait {
+	ttl := o.rec.ttl()
+	wait = c.observedWait(ttl, o.since, now)
+	if c.opts.StoreClock {
+		if age, ok := storeAge(o.attrs, c.opts.StoreClockMargin); ok {
+			if left := c.storeClockLimit(ttl) - age; left < wait {
 				// The store's clock has already seen part (or all) of the
 				// TTL pass since the record was written.
-				wait, rule = max(byStore, 0), RuleStoreClock
+				return max(left, 0), true
 			}
 		}
 	}
-	return wait, rule
+	return wait, false
 }
 
 // storeClockLimit is the store-clock rule's bound: with Options.StoreClock
 // set, a record of ttl has expired once the store's clock shows it older
-// than TTL + the store's timestamp granularity + Margin.
+// than TTL + the store's timestamp granularity + StoreClockMargin.
 func (c *Client) storeClockLimit(ttl time.Duration) time.Duration {
-	return ttl + c.store.Properties().TimestampGranularity + c.opts.StoreClock.Margin
+	return ttl + c.store.Properties().TimestampGranularity + c.opts.StoreClockMargin
 }
 
 // Sane store timestamps, for storeAge.

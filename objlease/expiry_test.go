@@ -24,7 +24,7 @@ func TestJudgeIsInspectsRule(t *testing.T) {
 	if _, err := newClient(t, store, "dead", clock.NewFake(epoch)).TryAcquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rule := func(o *objlease.Options) { o.StoreClock = &objlease.StoreClockRule{Margin: time.Second} }
+	rule := func(o *objlease.Options) { o.StoreClock, o.StoreClockMargin = true, time.Second }
 	judge := func(c *objlease.Client) *objlease.Status {
 		t.Helper()
 		obj, err := store.Get(ctx, "jobs/nightly", objlease.MaxRecordSize)
@@ -46,13 +46,13 @@ func TestJudgeIsInspectsRule(t *testing.T) {
 		age     time.Duration
 		mod     []func(*objlease.Options)
 		in      time.Duration
-		rule    objlease.Rule
+		byStore bool
 		expired bool
 	}{
-		{"observed", 5 * time.Second, nil, 10*time.Second + 100*time.Millisecond, objlease.RuleObserved, false},
-		{"observed, old by the store", time.Hour, nil, 10*time.Second + 100*time.Millisecond, objlease.RuleObserved, false},
-		{"store clock, young", 5 * time.Second, []func(*objlease.Options){rule}, 6*time.Second + time.Nanosecond, objlease.RuleStoreClock, false},
-		{"store clock, old", time.Hour, []func(*objlease.Options){rule}, 0, objlease.RuleStoreClock, true},
+		{"observed", 5 * time.Second, nil, 10*time.Second + 100*time.Millisecond, false, false},
+		{"observed, old by the store", time.Hour, nil, 10*time.Second + 100*time.Millisecond, false, false},
+		{"store clock, young", 5 * time.Second, []func(*objlease.Options){rule}, 6*time.Second + time.Nanosecond, true, false},
+		{"store clock, old", time.Hour, []func(*objlease.Options){rule}, 0, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc.mu.Lock()
@@ -64,9 +64,9 @@ func TestJudgeIsInspectsRule(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, st := range []*objlease.Status{judged, inspected} {
-				if st.ExpiresIn != tc.in || st.Rule != tc.rule || st.Expired != tc.expired || !st.AgeByStore || st.Age != tc.age {
-					t.Errorf("expires in %v by %q, expired %v, age %v (by store %v); want %v by %q, expired %v, age %v by the store",
-						st.ExpiresIn, st.Rule, st.Expired, st.Age, st.AgeByStore, tc.in, tc.rule, tc.expired, tc.age)
+				if st.ExpiresIn != tc.in || st.ByStoreClock != tc.byStore || st.Expired != tc.expired || !st.AgeByStore || st.Age != tc.age {
+					t.Errorf("expires in %v (by the store's clock %v), expired %v, age %v (by store %v); want %v (%v), expired %v, age %v by the store",
+						st.ExpiresIn, st.ByStoreClock, st.Expired, st.Age, st.AgeByStore, tc.in, tc.byStore, tc.expired, tc.age)
 				}
 			}
 		})
@@ -77,8 +77,8 @@ func TestJudgeIsInspectsRule(t *testing.T) {
 	c := newClient(t, store, "c", clk)
 	judge(c)
 	clk.Advance(10*time.Second + 100*time.Millisecond)
-	if st := judge(c); !st.Expired || st.ExpiresIn != 0 || st.Rule != objlease.RuleObserved {
-		t.Errorf("seen unchanged for TTL × (1 + drift): expired %v, expires in %v by %q", st.Expired, st.ExpiresIn, st.Rule)
+	if st := judge(c); !st.Expired || st.ExpiresIn != 0 || st.ByStoreClock {
+		t.Errorf("seen unchanged for TTL × (1 + drift): expired %v, expires in %v (by the store's clock %v)", st.Expired, st.ExpiresIn, st.ByStoreClock)
 	}
 
 	// A fenced object is data, not a record, whatever its bytes say.

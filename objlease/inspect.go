@@ -2,7 +2,6 @@ package objlease
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/objlease/objlease/providers"
@@ -24,10 +23,11 @@ type Status struct {
 	// Expired reports a held record that has expired for this client
 	// (ExpiresIn is 0): it may take the lease over now.
 	Expired bool
-	// Rule is the rule that decided ExpiresIn for a held record: the
-	// observed rule, or the store's clock (Options.StoreClock) when it
-	// allows a takeover sooner.
-	Rule Rule
+	// ByStoreClock reports that the store's clock decided ExpiresIn for a
+	// held record (Options.StoreClock), because it allows a takeover
+	// sooner than the observed rule: TTL × (1 + DriftBound) seen unchanged
+	// on this client's clock.
+	ByStoreClock bool
 	// Age is how long ago the record was written, never negative: by the
 	// store's clock when AgeByStore, else by this machine's clock against
 	// the writer's WrittenAt, which is only as good as the two clocks'
@@ -60,8 +60,8 @@ func (c *Client) status(o *observation, now time.Time) *Status {
 		st.StoreAge = o.attrs.StoreTime.Sub(o.attrs.LastModified)
 	}
 	if o.rec != nil {
-		in, rule := c.expiry(o, now)
-		st.ExpiresIn, st.Rule = max(in, 0), rule
+		in, byStore := c.expiry(o, now)
+		st.ExpiresIn, st.ByStoreClock = max(in, 0), byStore
 		st.Expired = o.rec.State == StateHeld && in <= 0
 		if !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {
 			st.Age, st.AgeByStore = max(st.StoreAge, 0), true
@@ -91,7 +91,7 @@ func (c *Client) status(o *observation, now time.Time) *Status {
 //     the Status is that read's, judged now; otherwise its Record is nil
 //     (the contents are unknown) and only Unchanged counts.
 //
-// Judge returns a *RecordError for an object written through package
+// Judge returns an *Error for an object written through package
 // fence, which is never a lease record, and for a record whose token is
 // lower than one this client has seen at the key.
 func (c *Client) Judge(rec *Record, a providers.Attrs) (*Status, error) {
@@ -129,6 +129,6 @@ func (c *Client) tokenWentBack(rec *Record) error {
 	if rec.Token >= c.highest {
 		return nil
 	}
-	return &RecordError{Key: c.key, Err: ErrBadRecord, Reason: fmt.Sprintf(
-		"token went back from %d to %d: the record was rewritten by something other than objlease", c.highest, rec.Token)}
+	return recordError(c.key, ErrBadRecord,
+		"token went back from %d to %d: the record was rewritten by something other than objlease", c.highest, rec.Token)
 }

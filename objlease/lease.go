@@ -192,9 +192,6 @@ func (l *Lease) Token() uint64 {
 // Key returns the lease's key.
 func (l *Lease) Key() string { return l.c.key }
 
-// Holder returns the holder identity written in the record.
-func (l *Lease) Holder() string { return l.c.opts.Holder }
-
 // Record returns a copy of the record as last written by this holder.
 func (l *Lease) Record() Record {
 	l.mu.Lock()
@@ -359,8 +356,8 @@ func (l *Lease) renew(ctx context.Context) error {
 	}
 	l.c.recordRenew(l.c.opts.Clock.Now().Sub(sent), err)
 	if errors.Is(err, providers.ErrPrecondition) {
-		return &LostError{Key: l.c.key, Holder: l.c.opts.Holder, Token: next.Token, Seen: seen,
-			err: fmt.Errorf("%w: lease %q: %w: %w", ErrLeaseLost, l.c.key, errRefused, err)}
+		return &Error{Key: l.c.key, Record: seen, Reason: replacedHow(seen, l.c.opts.Holder, next.Token),
+			Err: fmt.Errorf("%w: lease %q: %w: %w", ErrLeaseLost, l.c.key, errRefused, err)}
 	}
 	if err != nil {
 		return err
@@ -556,4 +553,25 @@ func successor(o *observation, token uint64, validUntil time.Time) bool {
 // token, no holder), seen while this holder's validity still ran.
 func broken(o *observation, token uint64, validUntil time.Time) bool {
 	return o.rec != nil && o.rec.Token == token+1 && o.rec.Holder == "" && o.since.Before(validUntil)
+}
+
+// replacedHow says what replaced the record of a lost lease of holder's
+// with token, from the record seen in its place: broken (Break writes the
+// next token, released, with no holder), taken over by another holder, or
+// released by another process with this lease's holder identity. It is ""
+// if nothing was seen.
+func replacedHow(seen *Record, holder string, token uint64) string {
+	switch r := seen; {
+	case r == nil:
+		return ""
+	case r.State == StateReleased && r.Holder == "" && r.Token > token:
+		return fmt.Sprintf("broken by an operator, new token %d", r.Token)
+	case r.State == StateReleased && r.Holder == holder && r.Token == token:
+		return fmt.Sprintf("released by another process as %s", showHolder(r.Holder))
+	case r.State == StateReleased:
+		return fmt.Sprintf("taken over and released since by %s (token %d)", showHolder(r.Holder), r.Token)
+	case r.Holder == holder:
+		return fmt.Sprintf("taken by another process as %s, new token %d", showHolder(r.Holder), r.Token)
+	}
+	return fmt.Sprintf("taken over by %s after it expired, new token %d", showHolder(seen.Holder), seen.Token)
 }

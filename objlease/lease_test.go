@@ -212,12 +212,12 @@ func TestTakeoverCostsReadAndWrite(t *testing.T) {
 	}
 	hs.requests()
 	clk.Advance(5 * time.Second)
-	var he *objlease.HeldError
-	if _, err := c.TryAcquire(ctx); !errors.As(err, &he) {
-		t.Fatalf("%v, want *HeldError", err)
+	var he *objlease.Error
+	if _, err := c.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) {
+		t.Fatalf("%v, want an *Error (ErrHeld)", err)
 	}
-	if he.Holder != "dead" || he.Token != 1 || he.Wait != 5100*time.Millisecond {
-		t.Fatalf("HeldError %+v, want holder dead, token 1, wait 5.1s", he)
+	if he.Record.Holder != "dead" || he.Record.Token != 1 || he.Wait != 5100*time.Millisecond {
+		t.Fatalf("held %+v, want holder dead, token 1, wait 5.1s", he)
 	}
 	if got := hs.requests(); got["get"] != 1 || len(got) != 1 {
 		t.Fatalf("a poll cost %v, want one read", got)

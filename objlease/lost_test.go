@@ -3,6 +3,7 @@ package objlease_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,12 +14,13 @@ import (
 // A renewal refused because the record changed reports the record it found
 // in its place, so that the holder can say what happened (broken, taken
 // over, released by someone else) rather than only that it changed.
-func TestLostErrorCarriesTheRecordSeen(t *testing.T) {
+func TestLostLeaseErrorSaysWhatReplacedIt(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
 		change func(t *testing.T, hs *hookStore)
 		check  func(t *testing.T, seen *objlease.Record)
+		how    string
 	}{
 		{"broken", func(t *testing.T, hs *hookStore) {
 			if _, err := newClient(t, hs, "op", clock.NewFake(epoch), func(o *objlease.Options) { o.Force = true }).Break(ctx); err != nil {
@@ -28,7 +30,7 @@ func TestLostErrorCarriesTheRecordSeen(t *testing.T) {
 			if seen.State != objlease.StateReleased || seen.Holder != "" || seen.Token != 2 {
 				t.Fatalf("seen %+v, want released with no holder, token 2", seen)
 			}
-		}},
+		}, "broken by an operator, new token 2"},
 		{"taken over", func(t *testing.T, hs *hookStore) {
 			// Seen unchanged for TTL × (1 + drift) by carol, on a clock of
 			// her own (alice's stands still: she does not renew), then taken.
@@ -47,7 +49,7 @@ func TestLostErrorCarriesTheRecordSeen(t *testing.T) {
 			if seen.State != objlease.StateHeld || seen.Holder != "carol" || seen.Token != 2 {
 				t.Fatalf("seen %+v, want held by carol, token 2", seen)
 			}
-		}},
+		}, "taken over by carol after it expired, new token 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, hs := newMem()
@@ -58,16 +60,16 @@ func TestLostErrorCarriesTheRecordSeen(t *testing.T) {
 			}
 			tc.change(t, hs)
 			err = l.Renew(ctx)
-			var lost *objlease.LostError
+			var lost *objlease.Error
 			if !errors.Is(err, objlease.ErrLeaseLost) || !errors.As(err, &lost) {
-				t.Fatalf("Renew: %v, want a *LostError matching ErrLeaseLost", err)
+				t.Fatalf("Renew: %v, want an *Error matching ErrLeaseLost", err)
 			}
-			if lost.Key != "jobs/nightly" || lost.Token != 1 || lost.Seen == nil {
-				t.Fatalf("LostError %+v, want key jobs/nightly, token 1 and the record seen", lost)
+			if lost.Key != "jobs/nightly" || lost.Record == nil || lost.Reason != tc.how {
+				t.Fatalf("lost %+v, want key jobs/nightly, the record seen and reason %q", lost, tc.how)
 			}
-			tc.check(t, lost.Seen)
-			if !errors.As(l.Err(), &lost) {
-				t.Fatalf("Lease.Err %v, want the *LostError", l.Err())
+			tc.check(t, lost.Record)
+			if !errors.As(l.Err(), &lost) || !strings.HasSuffix(l.Err().Error(), "; "+tc.how) {
+				t.Fatalf("Lease.Err %v, want the *Error ending in %q", l.Err(), tc.how)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -61,10 +62,20 @@ type Options struct {
 	// clock measures an interval of real length d as between d × (1 − b) and
 	// d × (1 + b). Clocks need not agree on the time. Default 0.01 (1 %).
 	DriftBound float64
-	// StoreClock, when set, lets a contender take over a lease whose record
-	// the store's own clock says was last written long ago, instead of
-	// waiting to see it unchanged for a whole TTL. See StoreClockRule.
-	StoreClock *StoreClockRule
+	// StoreClock opts into the fast-takeover rule: a contender may take
+	// over a lease whose record the store's own clock says was last
+	// written long ago, instead of waiting to see it unchanged for a whole
+	// TTL. It assumes that the store's clocks (the ones stamping
+	// Last-Modified and answering with Date) agree with each other within
+	// StoreClockMargin. Under that assumption a record whose age by the
+	// store's clock exceeds TTL + the store's timestamp granularity +
+	// StoreClockMargin has expired, which lets a fresh process take over a
+	// long-dead lease at once. The observed rule stays in force as the
+	// fallback whenever the store does not report both times.
+	StoreClock bool
+	// StoreClockMargin is the assumed bound on disagreement between the
+	// store's clocks, for StoreClock. Default 1 s.
+	StoreClockMargin time.Duration
 
 	// Holder identifies this client in records. Default host/pid/random.
 	// It is shown one per row by tools that list leases, so it must be 1 to
@@ -126,19 +137,6 @@ type Options struct {
 	Rand *rand.Rand
 }
 
-// StoreClockRule is the opt-in fast-takeover rule. It assumes that the
-// store's clocks (the ones stamping Last-Modified and answering with Date)
-// agree with each other within Margin. Under that assumption a record whose
-// age by the store's clock exceeds TTL + the store's timestamp granularity +
-// Margin has expired, which lets a fresh process take over a long-dead lease
-// at once. The observed-time rule stays in force as the fallback whenever the
-// store does not report both times.
-type StoreClockRule struct {
-	// Margin is the assumed bound on disagreement between the store's
-	// clocks. Default 1 s.
-	Margin time.Duration
-}
-
 func (o Options) withDefaults() Options {
 	if o.TTL == 0 {
 		o.TTL = DefaultTTL
@@ -152,10 +150,8 @@ func (o Options) withDefaults() Options {
 	if o.PollInterval == 0 {
 		o.PollInterval = o.RenewInterval
 	}
-	if o.StoreClock != nil && o.StoreClock.Margin == 0 {
-		r := *o.StoreClock
-		r.Margin = time.Second
-		o.StoreClock = &r
+	if o.StoreClockMargin == 0 {
+		o.StoreClockMargin = time.Second
 	}
 	if o.Holder == "" {
 		host, _ := os.Hostname()
@@ -203,8 +199,8 @@ func (o Options) validate(minWrite time.Duration) error {
 		return bad("RenewInterval %v is below %v: renewals would hammer the store", o.RenewInterval, minRenewInterval)
 	case o.RenewInterval < minWrite:
 		return bad("RenewInterval %v is below the store's minimum interval between writes to one object (%v)", o.RenewInterval, minWrite)
-	case o.StoreClock != nil && o.StoreClock.Margin < 0:
-		return bad("StoreClock.Margin %v must not be negative", o.StoreClock.Margin)
+	case o.StoreClockMargin < 0:
+		return bad("StoreClockMargin %v must not be negative", o.StoreClockMargin)
 	case len(o.Data) > MaxDataSize:
 		return bad("Data is %d bytes, more than %d", len(o.Data), MaxDataSize)
 	}
@@ -230,6 +226,16 @@ func CheckHolder(h string) error {
 		return fmt.Errorf("%w: holder %s", ErrInvalidOptions, msg)
 	}
 	return nil
+}
+
+// showHolder is h for a message, quoted as a Go string if it is not a
+// holder identity objlease accepts: a record written by another writer may
+// hold a newline or a control character.
+func showHolder(h string) string {
+	if holderProblem(h) != "" {
+		return strconv.Quote(h)
+	}
+	return h
 }
 
 // holderProblem says what is wrong with holder h, or "" if nothing is.

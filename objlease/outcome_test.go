@@ -114,8 +114,8 @@ func TestAmbiguousCreateNeverMisreports(t *testing.T) {
 		return nil
 	}, nil)
 	_, err := c.TryAcquire(ctx)
-	var he *objlease.HeldError
-	if !errors.As(err, &he) || he.Holder != "other" {
+	var he *objlease.Error
+	if !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) || he.Record.Holder != "other" {
 		t.Fatalf("%v, want held by other", err)
 	}
 }

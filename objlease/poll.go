@@ -195,23 +195,23 @@ func (p *storePhase) add(date time.Time, gran time.Duration, sent, got time.Time
 // could show the record expired, and no sooner, since beside a live holder
 // that read finds a newer write (one read per TTL at most), and once the
 // holder has died it is the takeover.
-func (c *Client) pollWait(p *phaseTracker, sp *storePhase, sent time.Time, held *HeldError, plain time.Duration) time.Duration {
+func (c *Client) pollWait(p *phaseTracker, sp *storePhase, sent time.Time, held *Error, plain time.Duration) time.Duration {
 	now := c.opts.Clock.Now()
 	c.mu.Lock()
 	o := c.view
 	c.mu.Unlock()
-	if o == nil || o.rec == nil || o.rec.State != StateHeld || o.rec.Token != held.Token {
+	if o == nil || o.rec == nil || o.rec.State != StateHeld || o.rec.Token != held.Record.Token {
 		p.reset()
 		return plain
 	}
-	expiry := max(c.observedWait(o.rec.TTL(), o.since, now), 0) + time.Millisecond
+	expiry := max(c.observedWait(o.rec.ttl(), o.since, now), 0) + time.Millisecond
 	if d, ok := c.storeExpiryRead(o, sp, sent, now); ok {
 		p.reset()
 		return min(d, expiry)
 	}
 	period := c.opts.RenewInterval
-	if o.rec.TTL() != c.opts.TTL {
-		period = o.rec.TTL() / 3 // the holder's, if it kept the default
+	if o.rec.ttl() != c.opts.TTL {
+		period = o.rec.ttl() / 3 // the holder's, if it kept the default
 	}
 	// Read just after every k-th renewal, k whole periods within the
 	// poll, so that a release is still seen within one poll; unless plain
@@ -254,11 +254,10 @@ const minStoreStep = 20 * time.Millisecond
 // beside a live holder each read finds a newer write, so the steps are
 // read only once the holder is gone, and each read narrows the window.
 func (c *Client) storeExpiryRead(o *observation, sp *storePhase, sent, now time.Time) (time.Duration, bool) {
-	r := c.opts.StoreClock
-	if r == nil {
+	if !c.opts.StoreClock {
 		return 0, false
 	}
-	if _, ok := storeAge(o.attrs, r.Margin); !ok {
+	if _, ok := storeAge(o.attrs, c.opts.StoreClockMargin); !ok {
 		return 0, false
 	}
 	gran := c.store.Properties().TimestampGranularity
@@ -266,7 +265,7 @@ func (c *Client) storeExpiryRead(o *observation, sp *storePhase, sent, now time.
 	if !sp.known {
 		return 0, false
 	}
-	x := o.attrs.LastModified.Add(c.storeClockLimit(o.rec.TTL()))
+	x := o.attrs.LastModified.Add(c.storeClockLimit(o.rec.ttl()))
 	earliest, latest := x.Add(-sp.hi), x.Add(-sp.lo)
 	at := earliest
 	if !now.Before(earliest) {

@@ -66,7 +66,7 @@ type waitRun struct {
 
 // waitConfig varies runWaiter's setup.
 type waitConfig struct {
-	storeClock bool // the contender uses StoreClockRule (margin 1 s)
+	storeClock bool // the contender uses Options.StoreClock (margin 1 s)
 	release    bool // the holder releases instead of its last renewal
 	fine       bool // the store's timestamps have nanoseconds, not whole seconds
 	poll       time.Duration
@@ -105,12 +105,12 @@ func runWaiterIn(t *testing.T, seed uint64, ttl, renew time.Duration, writes int
 	hs := newHookStore(st)
 	rnd := rand.New(rand.NewPCG(seed, 7))
 	h := &scriptedHolder{t: t, store: hs.Store, rec: objlease.Record{
-		Schema: objlease.SchemaVersion, Name: "jobs/nightly", Token: 4, Holder: "holder", State: objlease.StateHeld, TTLMillis: ttl.Milliseconds()}}
+		Schema: 1, Name: "jobs/nightly", Token: 4, Holder: "holder", State: objlease.StateHeld, TTLMillis: ttl.Milliseconds()}}
 	h.write()
 	c := newClient(t, hs, "contender", clk, func(o *objlease.Options) {
 		o.TTL, o.RenewInterval, o.PollInterval, o.Rand = ttl, renew, cfg.poll, rand.New(rand.NewPCG(seed, 11))
 		if cfg.storeClock {
-			o.StoreClock = &objlease.StoreClockRule{Margin: time.Second}
+			o.StoreClock, o.StoreClockMargin = true, time.Second
 		}
 	})
 

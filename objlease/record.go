@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// SchemaVersion is the version of the record format this package writes.
-const SchemaVersion = 1
+// schemaVersion is the version of the record format this package writes.
+const schemaVersion = 1
 
 // Size bounds. Reads of a lease object are bounded so that a huge foreign
 // object at a lease key cannot exhaust memory.
@@ -32,7 +32,7 @@ const (
 
 // Record is the JSON document stored at a lease key.
 type Record struct {
-	// Schema is the record format version; it also marks the object as an
+	// Schema is the record format version (1); it also marks the object as an
 	// objlease record.
 	Schema int    `json:"objlease"`
 	Name   string `json:"name"`
@@ -57,8 +57,8 @@ type Record struct {
 	Data       []byte    `json:"data,omitempty"`
 }
 
-// TTL returns the record's lease duration.
-func (r Record) TTL() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
+// ttl returns the record's lease duration.
+func (r Record) ttl() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
 
 func encodeRecord(r *Record) ([]byte, error) {
 	if len(r.Data) > MaxDataSize {
@@ -68,10 +68,10 @@ func encodeRecord(r *Record) ([]byte, error) {
 }
 
 // DecodeRecord parses and validates a lease record read from key. Errors are
-// *RecordError values naming key.
+// *Error values naming key.
 func DecodeRecord(key string, b []byte) (*Record, error) {
 	bad := func(format string, args ...any) error {
-		return &RecordError{Key: key, Reason: fmt.Sprintf(format, args...), Err: ErrBadRecord}
+		return recordError(key, ErrBadRecord, format, args...)
 	}
 	if len(b) > MaxRecordSize {
 		return nil, bad("object is %d bytes, more than a record can be (%d)", len(b), MaxRecordSize)
@@ -87,8 +87,8 @@ func DecodeRecord(key string, b []byte) (*Record, error) {
 	if head.Schema == nil {
 		return nil, bad(`no "objlease" schema field: not an objlease record`)
 	}
-	if *head.Schema > SchemaVersion {
-		return nil, &RecordError{Key: key, Reason: fmt.Sprintf("schema %d, this objlease reads up to %d", *head.Schema, SchemaVersion), Err: ErrNewerSchema}
+	if *head.Schema > schemaVersion {
+		return nil, recordError(key, ErrNewerSchema, "schema %d, this objlease reads up to %d", *head.Schema, schemaVersion)
 	}
 	if *head.Schema < 1 {
 		return nil, bad("schema %d is not a valid version", *head.Schema)

@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzDecodeRecord: DecodeRecord never panics; what it refuses it refuses
-// with a *RecordError naming the key; what it accepts re-encodes, as the
+// with an *Error naming the key; what it accepts re-encodes, as the
 // client writes records, to bytes that decode to the same record. Seeds
 // are in testdata/fuzz/FuzzDecodeRecord.
 func FuzzDecodeRecord(f *testing.F) {
@@ -16,9 +16,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		const key = "fuzz/key"
 		rec, err := DecodeRecord(key, []byte(in))
 		if err != nil {
-			var re *RecordError
+			var re *Error
 			if !errors.As(err, &re) || re.Key != key || !(errors.Is(err, ErrBadRecord) || errors.Is(err, ErrNewerSchema)) {
-				t.Fatalf("error %v (%T) is not a *RecordError for %q matching ErrBadRecord or ErrNewerSchema", err, err, key)
+				t.Fatalf("error %v (%T) is not an *Error for %q matching ErrBadRecord or ErrNewerSchema", err, err, key)
 			}
 			if !strings.Contains(err.Error(), `"`+key+`"`) {
 				t.Fatalf("error %q does not name the key", err)

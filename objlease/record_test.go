@@ -41,7 +41,7 @@ func TestBadRecordsAreReportedAndKept(t *testing.T) {
 			c := newClient(t, m, "a", clk)
 			check := func(what string, err error) {
 				t.Helper()
-				var re *objlease.RecordError
+				var re *objlease.Error
 				if !errors.Is(err, tc.want) || !errors.As(err, &re) || re.Key != "jobs/nightly" {
 					t.Fatalf("%s: %v, want %v naming the key", what, err, tc.want)
 				}
@@ -74,8 +74,8 @@ func TestBadRecordsAreReportedAndKept(t *testing.T) {
 				floor = new(uint64(0))
 			}
 			f := newClient(t, m, "a", clk, func(o *objlease.Options) { o.Force, o.MinToken = true, floor })
-			var he *objlease.HeldError
-			if _, err := f.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != tc.forceWait || !errors.Is(he.Bad, tc.want) {
+			var he *objlease.Error
+			if _, err := f.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) || he.Wait != tc.forceWait || !strings.Contains(he.Reason, tc.want.Error()) {
 				t.Fatalf("forced acquire at first sight: %v, want to wait %v", err, tc.forceWait)
 			}
 			clk.Advance(he.Wait)

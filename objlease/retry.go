@@ -27,9 +27,8 @@ type retry struct {
 // waits with backoff from 100 ms up to poll; a permanent error is not
 // retried.
 func (r *retry) next(err error, poll time.Duration) (time.Duration, bool) {
-	var held *HeldError
-	switch {
-	case errors.As(err, &held):
+	switch held := heldBy(err); {
+	case held != nil:
 		r.failures = 0
 		if held.Wait < poll {
 			return held.Wait + time.Millisecond, true
@@ -99,8 +98,8 @@ func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cau
 			}
 			return providers.WriteResult{}, false, fmt.Errorf("%w (after %v)", providers.ErrPrecondition, cause)
 		}
-		var re *RecordError
-		if errors.As(err, &re) {
+		var re *Error
+		if errors.As(err, &re) { // the object is not a usable record
 			return providers.WriteResult{}, false, err
 		}
 		if IsPermanent(err) {

@@ -65,7 +65,7 @@ func TestFencedObjectIsNotALeaseRecord(t *testing.T) {
 	c := newClient(t, m, "a", clk, func(o *objlease.Options) { o.Force = true })
 	check := func(op string, err error) {
 		t.Helper()
-		var re *objlease.RecordError
+		var re *objlease.Error
 		if !errors.Is(err, objlease.ErrFencedObject) || !errors.As(err, &re) || re.Key != "jobs/nightly" {
 			t.Fatalf("%s: %v, want ErrFencedObject naming the key", op, err)
 		}
@@ -191,8 +191,8 @@ func sameSeedRace(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a and b both hold token %d (nonces %s, %s)", la.Token(), la.Record().Nonce, lb.Record().Nonce)
 	}
-	var he *objlease.HeldError
-	if !errors.As(err, &he) || he.Holder != "b" {
+	var he *objlease.Error
+	if !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) || he.Record.Holder != "b" {
 		t.Fatalf("%v, want held by b", err)
 	}
 	lb.Release(ctx)
@@ -291,8 +291,8 @@ func TestForceWaitsOutABadObject(t *testing.T) {
 		putRecord(t, m, fmt.Sprintf(newer, 0))
 		clk := clock.NewFake(epoch)
 		f := newClient(t, m, "f", clk, func(o *objlease.Options) { o.Force = true })
-		var he *objlease.HeldError
-		if _, err := f.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != 5050*time.Millisecond || he.Token != 9 ||
+		var he *objlease.Error
+		if _, err := f.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) || he.Wait != 5050*time.Millisecond || he.Record.Token != 9 ||
 			!errors.Is(err, objlease.ErrHeld) || !strings.Contains(err.Error(), "schema 2") {
 			t.Fatalf("first sight: %v (%+v), want to wait its own ttl_ms × 1.01 = 5.05s", err, he)
 		}
@@ -300,7 +300,7 @@ func TestForceWaitsOutABadObject(t *testing.T) {
 		clk.Advance(4 * time.Second)
 		putRecord(t, m, fmt.Sprintf(newer, 1))
 		clk.Advance(2 * time.Second)
-		if _, err := f.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != 5050*time.Millisecond {
+		if _, err := f.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) || he.Wait != 5050*time.Millisecond {
 			t.Fatalf("after a renewal: %v, want the full wait again", err)
 		}
 		clk.Advance(5049 * time.Millisecond)
@@ -326,8 +326,8 @@ func TestForceWaitsOutABadObject(t *testing.T) {
 			l.Release(ctx)
 		}
 		putRecord(t, m, `{"objlease":1,"name":"jobs/nightly","token":2,"holder":"x","nonce":"x","state":"held","ttl_ms":10000,"written_at":"2026-01-01T00:00:00Z","renewals":0}`)
-		var he *objlease.HeldError
-		if _, err := f.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != 10100*time.Millisecond || !strings.Contains(err.Error(), "token went back from 5 to 2") {
+		var he *objlease.Error
+		if _, err := f.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) || he.Wait != 10100*time.Millisecond || !strings.Contains(err.Error(), "token went back from 5 to 2") {
 			t.Fatalf("first sight: %v", err)
 		}
 		clk.Advance(he.Wait)
@@ -344,8 +344,8 @@ func TestForceWaitsOutABadObject(t *testing.T) {
 		// It shows no token: only the word that none was issued lets
 		// Force start from 1 (see TestForceNeverSendsTheTokenBack).
 		f := newClient(t, m, "f", clk, func(o *objlease.Options) { o.Force, o.MinToken = true, new(uint64(0)) })
-		var he *objlease.HeldError
-		if _, err := f.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != 10100*time.Millisecond {
+		var he *objlease.Error
+		if _, err := f.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) || he.Wait != 10100*time.Millisecond {
 			t.Fatalf("first sight: %v, want to wait this client's TTL × 1.01", err)
 		}
 		clk.Advance(he.Wait)
@@ -419,11 +419,11 @@ func TestForceNeverSendsTheTokenBack(t *testing.T) {
 				if op == "Break" {
 					tok, err = f.Break(ctx)
 				} else {
-					var he *objlease.HeldError
+					var he *objlease.Error
 					var l *objlease.Lease
 					l, err = f.TryAcquire(ctx)
-					if errors.As(err, &he) {
-						if he.Bad == nil || he.Wait != 10100*time.Millisecond {
+					if errors.Is(err, objlease.ErrHeld) && errors.As(err, &he) {
+						if he.Reason == "" || he.Wait != 10100*time.Millisecond {
 							t.Fatalf("first sight: %v, want to wait the bad object out for 10.1s", err)
 						}
 						clk.Advance(he.Wait - time.Millisecond)

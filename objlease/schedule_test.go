@@ -244,7 +244,7 @@ func TestAcquireByStoreClockReadsOncePerTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 		cs := newWriteLog(m, clk)
-		c := newClient(t, cs, "contender", clk, func(o *objlease.Options) { o.StoreClock = &objlease.StoreClockRule{} })
+		c := newClient(t, cs, "contender", clk, func(o *objlease.Options) { o.StoreClock = true })
 		done := make(chan *objlease.Lease, 1)
 		go func() {
 			l2, err := c.Acquire(context.Background())

@@ -37,7 +37,6 @@ type Session struct {
 	store providers.Store
 	clk   clock.Clock
 	log   *slog.Logger
-	done  chan struct{}
 	// report writes the logs and metrics of background work (see
 	// reporter).
 	report *reporter
@@ -63,16 +62,18 @@ func NewSession(store providers.Store, opts SessionOptions) (*Session, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Session{
-		store: store, clk: opts.Clock, log: opts.Logger, done: make(chan struct{}), report: &reporter{log: opts.Logger},
+		store: store, clk: opts.Clock, log: opts.Logger, report: &reporter{log: opts.Logger},
 		leases: map[*Lease]struct{}{}, waiters: map[*waiter]struct{}{},
 	}, nil
 }
 
 // Client returns a client for the lease at key in the session's store. It
 // validates opts. The session's clock is the client's: Options.Clock must
-// be nil or the session's own (Clock), so that options a session was built
-// from can be passed on as they are. Options.Logger defaults to the
-// session's logger.
+// be nil or the session's own (SessionOptions.Clock), so that options a
+// session was built from can be passed on as they are. Options.Logger
+// defaults to the session's logger. The client's Options report the
+// store's clock and logger, which is how a recipe built on a session
+// finds them.
 func (s *Session) Client(key string, opts Options) (*Client, error) {
 	if opts.Clock != nil && !sameClock(opts.Clock, s.clk) {
 		return nil, fmt.Errorf("lease %q: %w: Options.Clock is not the session's: a session's clients use the session's clock (SessionOptions.Clock)", key, ErrInvalidOptions)
@@ -99,18 +100,6 @@ func (s *Session) client(key string, opts Options) (*Client, error) {
 	}
 	return newClient(s, key, opts)
 }
-
-// Store returns the session's store.
-func (s *Session) Store() providers.Store { return s.store }
-
-// Clock returns the session's clock.
-func (s *Session) Clock() clock.Clock { return s.clk }
-
-// Logger returns the session's logger.
-func (s *Session) Logger() *slog.Logger { return s.log }
-
-// Done returns a channel that is closed once Close has ended the session.
-func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Close ends the session: it releases every lease the session holds (their
 // contexts end with ErrReleased), ends every AcquireFunc waiting in it
@@ -149,7 +138,6 @@ func (s *Session) Close(ctx context.Context) error {
 		// so that nothing of the session is left running.
 		l.end(fmt.Errorf("%w: lease %q: %w before it could be released", ErrLeaseLost, l.c.key, ErrSessionClosed))
 	}
-	close(s.done)
 	s.log.Debug("session closed", slog.Int("leases", len(leases)), slog.Int("waiters", len(waiters)))
 	return errors.Join(errs...)
 }

@@ -33,13 +33,13 @@ func TestStoreClockFastTakeover(t *testing.T) {
 	if _, err := dead.TryAcquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rule := func(o *objlease.Options) { o.StoreClock = &objlease.StoreClockRule{Margin: time.Second} }
+	rule := func(o *objlease.Options) { o.StoreClock, o.StoreClockMargin = true, time.Second }
 
 	// Young record: even with the rule, a fresh client must wait.
 	sc.Advance(5 * time.Second)
 	fresh := newClient(t, hs, "fresh", clock.NewFake(epoch), rule)
-	var he *objlease.HeldError
-	if _, err := fresh.TryAcquire(ctx); !errors.As(err, &he) {
+	var he *objlease.Error
+	if _, err := fresh.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) {
 		t.Fatalf("%v, want held", err)
 	}
 	// TTL 10 s + granularity 1 ns + margin 1 s - 5 s of age.
@@ -73,7 +73,7 @@ func TestStoreClockFastTakeover(t *testing.T) {
 	}
 	sc.Advance(time.Hour)
 	slow := newClient(t, hs, "slow", clock.NewFake(epoch))
-	if _, err := slow.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != 10100*time.Millisecond {
+	if _, err := slow.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) || he.Wait != 10100*time.Millisecond {
 		t.Fatalf("%v, want held for 10.1 s without the store-clock rule", err)
 	}
 }
@@ -84,7 +84,7 @@ func TestStoreClockFastTakeover(t *testing.T) {
 // 29.7 s left counted as expired at once); the observed-time rule decides.
 func TestStoreClockAbsurdSkewTakesNothingOver(t *testing.T) {
 	ctx := context.Background()
-	rule := func(o *objlease.Options) { o.StoreClock = &objlease.StoreClockRule{Margin: time.Second} }
+	rule := func(o *objlease.Options) { o.StoreClock, o.StoreClockMargin = true, time.Second }
 	start := time.Date(2030, 5, 5, 0, 0, 0, 0, time.UTC)
 	for _, skewed := range []time.Time{start.AddDate(-300, 0, 0), start.Add(-2 * time.Second), start.AddDate(300, 0, 0), start.AddDate(50, 0, 0)} {
 		skew := skewed.Sub(start) // saturates: for the message only
@@ -98,9 +98,9 @@ func TestStoreClockAbsurdSkewTakesNothingOver(t *testing.T) {
 		sc.mu.Lock()
 		sc.now = skewed
 		sc.mu.Unlock()
-		var he *objlease.HeldError
+		var he *objlease.Error
 		contender := newClient(t, store, "contender", clock.NewFake(epoch), rule, func(o *objlease.Options) { o.TTL = 30 * time.Second })
-		if _, err := contender.TryAcquire(ctx); !errors.As(err, &he) || he.Wait != 30300*time.Millisecond {
+		if _, err := contender.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) || he.Wait != 30300*time.Millisecond {
 			t.Errorf("store Date %v (%v from Last-Modified): %v, want held for the observed-time rule's 30.3 s", skewed, skew, err)
 		}
 		l.Release(ctx)

@@ -29,7 +29,7 @@ func (c *Client) fenced(md map[string]string) error {
 	if md[fencemeta.TombstoneKey] == "true" {
 		what = fmt.Sprintf("a fenced tombstone (deleted through fence with token %s)", tok)
 	}
-	return &RecordError{Key: c.key, Err: ErrFencedObject, Reason: "object is " + what + ", not a lease record"}
+	return recordError(c.key, ErrFencedObject, "object is %s, not a lease record", what)
 }
 
 // tokenBase returns the token that the next one must be above, for a write
@@ -61,7 +61,7 @@ func (c *Client) tokenBase(ctx context.Context, o *observation) (uint64, error) 
 	return max(base, floor), nil
 }
 
-// tokenUnknown returns a *TokenError if o is an object that is not a
+// tokenUnknown returns an *Error (ErrTokenUnknown) if o is an object that is not a
 // valid record (which only Force replaces) and nothing shows a token to
 // continue above: the object carries none, this client has seen none at
 // the key, and the options give no floor. It sends no request, so that a
@@ -78,7 +78,7 @@ func (c *Client) tokenUnknown(o *observation) error {
 		}
 		why += " (" + o.bad.Reason + ")"
 	}
-	return &TokenError{Key: c.key, Reason: "the object at the key " + why +
+	return &Error{Key: c.key, Err: ErrTokenUnknown, Reason: "the object at the key " + why +
 		" and shows no token, nor does anything else; replacing it could hand out again a token that a paused holder still has"}
 }
 
@@ -93,18 +93,18 @@ func (c *Client) floor(ctx context.Context) (uint64, error) {
 	for _, k := range c.opts.FencedKeys {
 		a, err := c.store.Stat(ctx, k)
 		if errors.Is(err, providers.ErrNotFound) {
-			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the fenced object %q named as evidence does not exist", k)}
+			return 0, &Error{Key: c.key, Err: ErrTokenUnknown, Reason: fmt.Sprintf("the fenced object %q named as evidence does not exist", k)}
 		}
 		if err != nil {
 			return 0, fmt.Errorf("lease %q: reading the token of fenced object %q: %w", c.key, k, err)
 		}
 		s, ok := a.Metadata[fencemeta.TokenKey]
 		if !ok {
-			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the object %q named as a fenced object carries no %s metadata: it was not written through fence", k, fencemeta.TokenKey)}
+			return 0, &Error{Key: c.key, Err: ErrTokenUnknown, Reason: fmt.Sprintf("the object %q named as a fenced object carries no %s metadata: it was not written through fence", k, fencemeta.TokenKey)}
 		}
 		t, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return 0, &TokenError{Key: c.key, Fenced: k, Reason: fmt.Sprintf("the fenced object %q has metadata %s=%q, which is not a token", k, fencemeta.TokenKey, s)}
+			return 0, &Error{Key: c.key, Err: ErrTokenUnknown, Reason: fmt.Sprintf("the fenced object %q has metadata %s=%q, which is not a token", k, fencemeta.TokenKey, s)}
 		}
 		f = max(f, t)
 	}

@@ -3,7 +3,6 @@ package objlease
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -163,7 +162,7 @@ func (d attemptDeadlines) next() (time.Time, bool) {
 type Progress struct {
 	// Held is who holds the lease, when the attempt found it held; nil
 	// when it failed otherwise.
-	Held *HeldError
+	Held *Error
 	// Takeover is the earliest instant, on the client's clock, at which a
 	// takeover could succeed if the holder stops renewing now (zero when
 	// the lease was not seen held).
@@ -181,7 +180,7 @@ type Progress struct {
 // It is the one waiting loop: Acquire, AcquireFunc, and the waiters built
 // on this package (election, semaphore, shard, the objlease command) all
 // wait in it or on its schedule. attempt's errors decide the schedule: a
-// *HeldError (errors.As) for c's own key is read again on the holder's
+// held lease (an *Error matching ErrHeld) for c's own key is read again on the holder's
 // renewal phase (see Acquire); one for another key, and ErrNotYet, every
 // PollInterval at most; other errors every PollInterval, with backoff
 // while the store keeps failing. After each attempt that does
@@ -229,8 +228,8 @@ func (s *schedule) next(sent time.Time, err error, progress func(Progress)) (tim
 	if !retry {
 		return 0, false
 	}
-	var held *HeldError
-	if !errors.As(err, &held) {
+	held := heldBy(err)
+	if held == nil {
 		s.phase.reset()
 		if s.r.first() {
 			c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))

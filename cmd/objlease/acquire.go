@@ -36,7 +36,7 @@ type acquisition struct {
 
 func acquired(url string, l *objlease.Lease) acquisition {
 	r := l.Record()
-	return acquisition{Key: l.Key(), URL: url, Token: l.Token(), Holder: l.Holder(), TTLMillis: r.TTLMillis, AcquiredAt: r.AcquiredAt}
+	return acquisition{Key: l.Key(), URL: url, Token: l.Token(), Holder: r.Holder, TTLMillis: r.TTLMillis, AcquiredAt: r.AcquiredAt}
 }
 
 func (c *cli) acquireCmd(fs *flagSet) action {
@@ -50,7 +50,7 @@ func (c *cli) acquireCmd(fs *flagSet) action {
 		}
 		defer cl.Store().Close()
 		if lf.holder == "" {
-			c.log.Warn("no --holder given; release it with --holder " + l.Holder())
+			c.log.Warn("no --holder given; release it with --holder " + l.Record().Holder)
 		}
 		if *asJSON {
 			return c.printJSON(acquired(url, l))

@@ -225,7 +225,7 @@ func (c *cli) electHold(ctx context.Context, e elector, url string, asJSON bool)
 	defer stop(nil)
 	say := func(event string, l *objlease.Lease) {
 		r := l.Record()
-		ev := electEvent{Event: event, Key: l.Key(), URL: url, Token: l.Token(), Holder: l.Holder(), Value: string(r.Data),
+		ev := electEvent{Event: event, Key: l.Key(), URL: url, Token: l.Token(), Holder: r.Holder, Value: string(r.Data),
 			TTLMillis: r.TTLMillis, AcquiredAt: r.AcquiredAt}
 		var err error
 		if asJSON {
@@ -409,7 +409,7 @@ func (c *cli) listenLeader(ctx context.Context, cl *objlease.Client, asJSON bool
 		}
 		if ev.Event == "leader" {
 			// Await reads a held lease again on its holder's renewal phase.
-			return struct{}{}, &objlease.HeldError{Key: st.Key, Holder: ev.Holder, Token: ev.Token, Data: st.Record.Data, Wait: st.ExpiresIn}
+			return struct{}{}, &objlease.Error{Key: st.Key, Err: objlease.ErrHeld, Record: st.Record, Wait: st.ExpiresIn}
 		}
 		// No leader: the next change can come at any time.
 		return struct{}{}, objlease.ErrNotYet

@@ -185,16 +185,15 @@ func describe(err error) string {
 
 // reason is the short cause of err; rawURL, if known, names the bucket.
 func reason(err error, rawURL string) string {
-	var held *objlease.HeldError
-	var rec *objlease.RecordError
-	var tok *objlease.TokenError
+	held := heldBy(err)
+	var oe *objlease.Error
+	errors.As(err, &oe)
 	var pe *providers.Error
 	var ne *net.OpError
 	var in interrupt
 	var te *timeoutError
 	var ste *storeTimeoutError
 	var notHolder *notHolderError
-	var lost *objlease.LostError
 	var timeout *providers.TimeoutError
 	switch {
 	case errors.As(err, &in):
@@ -203,33 +202,29 @@ func reason(err error, rawURL string) string {
 		return te.cause.Error() + ": " + reason(te.held, rawURL)
 	case errors.As(err, &ste):
 		return ste.cause.Error() + "; the store was failing: " + reason(ste.err, rawURL)
-	case errors.As(err, &lost) && lost.Seen != nil:
-		return objlease.ErrLeaseLost.Error() + ": " + lostHow(lost)
+	case errors.Is(err, objlease.ErrLeaseLost) && oe != nil && oe.Reason != "":
+		return objlease.ErrLeaseLost.Error() + ": " + oe.Reason // what replaced the record
 	case errors.As(err, &notHolder):
 		return notHolder.Error()
-	case errors.As(err, &held):
+	case held != nil:
 		return fmt.Sprintf("held by %q (token %d); this observer could take it over in %v at the earliest, if its holder stops renewing",
-			held.Holder, held.Token, roundDuration(held.Wait))
-	case errors.As(err, &tok):
-		hint := "give it with --min-token N (the highest token ever issued there; 0 if none ever was) or --fenced KEY (a fenced object written with the lease's tokens)"
-		if tok.Fenced != "" {
-			hint = "check --fenced, or give the highest token ever issued there with --min-token N"
-		}
-		return fmt.Sprintf("the highest token issued at %q cannot be established: %s; %s", tok.Key, tok.Reason, hint)
-	case errors.Is(err, objlease.ErrFencedObject) && errors.As(err, &rec):
-		return fmt.Sprintf("the object at %q is a fenced data object, not a lease record; it is never overwritten", rec.Key)
+			held.Record.Holder, held.Record.Token, roundDuration(held.Wait))
+	case errors.Is(err, objlease.ErrTokenUnknown) && oe != nil:
+		return fmt.Sprintf("the highest token issued at %q cannot be established: %s; give it with --min-token N (the highest token ever issued there; 0 if none ever was) or --fenced KEY (a fenced object written with the lease's tokens)", oe.Key, oe.Reason)
+	case errors.Is(err, objlease.ErrFencedObject) && oe != nil:
+		return fmt.Sprintf("the object at %q is a fenced data object, not a lease record; it is never overwritten", oe.Key)
 	case errors.Is(err, fence.ErrBadManifest):
 		return err.Error() + "; something other than a batch commit wrote it, and it is never overwritten: move it aside with the store's own tools, then commit again"
 	case errors.Is(err, fence.ErrReservedKey):
 		return err.Error() + "; use batch put and batch commit for a batch's objects"
 	case errors.Is(err, fence.ErrLeaseRecord):
 		return fmt.Sprintf("the object %s is a lease record, not fenced data; it is never overwritten (end the lease with release or break)", keyOf(err, rawURL))
-	case errors.As(err, &rec):
+	case (errors.Is(err, objlease.ErrBadRecord) || errors.Is(err, objlease.ErrNewerSchema)) && oe != nil:
 		what := "is not an objlease record"
 		if errors.Is(err, objlease.ErrNewerSchema) {
 			what = "is an objlease record of a newer schema"
 		}
-		return fmt.Sprintf("the object at %q %s: %s; it is left alone unless --force is given", rec.Key, what, rec.Reason)
+		return fmt.Sprintf("the object at %q %s: %s; it is left alone unless --force is given", oe.Key, what, oe.Reason)
 	case errors.Is(err, providers.ErrNoBucket):
 		return fmt.Sprintf("%s %q does not exist (check the name or %s)", bucketWord(rawURL), bucketOf(rawURL), endpointHint(rawURL))
 	case errors.Is(err, providers.ErrPermission) && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && errors.As(err, &pe):
@@ -275,23 +270,13 @@ func reason(err error, rawURL string) string {
 	return shorten(err)
 }
 
-// lostHow says what replaced a lost lease's record, from the record seen
-// in its place: broken (objlease break writes the next token, released,
-// with no holder), taken over by another holder, or released by another
-// process with this lease's holder identity.
-func lostHow(e *objlease.LostError) string {
-	r := e.Seen
-	switch {
-	case r.State == objlease.StateReleased && r.Holder == "" && r.Token > e.Token:
-		return fmt.Sprintf("broken by an operator (objlease break), new token %d", r.Token)
-	case r.State == objlease.StateReleased && r.Holder == e.Holder && r.Token == e.Token:
-		return fmt.Sprintf("released by another process as %s (objlease release --holder %s)", showHolder(r.Holder), showHolder(r.Holder))
-	case r.State == objlease.StateReleased:
-		return fmt.Sprintf("taken over and released since by %s (token %d)", showHolder(r.Holder), r.Token)
-	case r.Holder == e.Holder:
-		return fmt.Sprintf("taken by another process as %s, new token %d", showHolder(r.Holder), r.Token)
+// heldBy returns err's *objlease.Error if err reports a held lease, else
+// nil.
+func heldBy(err error) (e *objlease.Error) {
+	if errors.As(err, &e) && e.Err == objlease.ErrHeld {
+		return e
 	}
-	return fmt.Sprintf("taken over by %s after it expired, new token %d", showHolder(r.Holder), r.Token)
+	return nil
 }
 
 // shorten is err's message with the store error in it, if any, cut down to
@@ -396,14 +381,13 @@ func bucketOf(rawURL string) string {
 	return u.Host
 }
 
-// foreignObject is err, a *objlease.RecordError for the object at key that
+// foreignObject is err, an *objlease.Error for the object at key that
 // is not a lease record, told in plain words: what the object is (text,
 // binary, JSON of another kind) rather than the JSON decoder's message. It
 // matches objlease.ErrBadRecord still; hint ends the line. Any other error
 // is returned as it is.
 func foreignObject(ctx context.Context, store providers.Store, key string, err error, hint string) error {
-	var rec *objlease.RecordError
-	if !errors.As(err, &rec) || !errors.Is(err, objlease.ErrBadRecord) {
+	if !errors.Is(err, objlease.ErrBadRecord) {
 		return err
 	}
 	obj, gerr := store.Get(ctx, key, objlease.MaxRecordSize)
@@ -423,7 +407,7 @@ func foreignObject(ctx context.Context, store providers.Store, key string, err e
 // plainReason says why data, an object that is not a valid lease record,
 // is not one: in describeObject's words, or in the record's own reason
 // where that says it better.
-func plainReason(data []byte, re *objlease.RecordError) string {
+func plainReason(data []byte, re *objlease.Error) string {
 	if what, _ := describeObject(data); what != "" {
 		return what
 	}

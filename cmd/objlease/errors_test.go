@@ -62,9 +62,9 @@ func TestDescribe(t *testing.T) {
 			`inspect gs://b/k: store unreachable: no connection could be made (check ?endpoint= or STORAGE_EMULATOR_HOST, and the network)`},
 		{opErr("run", "s3://b/k", &storeTimeoutError{errors.New("lease not acquired within --timeout 5s"), providers.Wrap("create", "k", providers.ErrUnreachable, sdk)}),
 			`run s3://b/k: lease not acquired within --timeout 5s; the store was failing: store unreachable: no connection could be made (check ?endpoint= or AWS_ENDPOINT_URL, and the network)`},
-		{opErr("acquire", "file:///d/k", &objlease.RecordError{Key: "k", Err: objlease.ErrFencedObject, Reason: "object is a fenced data object"}),
+		{opErr("acquire", "file:///d/k", &objlease.Error{Key: "k", Err: objlease.ErrFencedObject, Reason: "object is a fenced data object"}),
 			`acquire file:///d/k: the object at "k" is a fenced data object, not a lease record; it is never overwritten`},
-		{opErr("run", "file:///d/k", &objlease.HeldError{Key: "k", Holder: "alice", Token: 7, Wait: 30300 * time.Millisecond}),
+		{opErr("run", "file:///d/k", &objlease.Error{Key: "k", Err: objlease.ErrHeld, Record: &objlease.Record{Holder: "alice", Token: 7}, Wait: 30300 * time.Millisecond}),
 			`run file:///d/k: held by "alice" (token 7); this observer could take it over in 30.3s at the earliest, if its holder stops renewing`},
 	} {
 		got := describe(tc.err)
@@ -139,8 +139,8 @@ func TestExitCodesOfStoreFailures(t *testing.T) {
 		{fmt.Errorf("%w: %w", objlease.ErrAmbiguous, providers.Wrap("get", "a", providers.ErrPermission, nil)), 78},
 		{&storeTimeoutError{timeout, providers.Wrap("create", "a", providers.ErrUnreachable, nil)}, 69},
 		{&storeTimeoutError{timeout, providers.Wrap("create", "a", providers.ErrThrottled, nil)}, 69},
-		{&timeoutError{timeout, &objlease.HeldError{Key: "a"}}, 75},
-		{&objlease.RecordError{Key: "a", Err: objlease.ErrFencedObject}, 65},
+		{&timeoutError{timeout, &objlease.Error{Key: "a", Err: objlease.ErrHeld, Record: &objlease.Record{}}}, 75},
+		{&objlease.Error{Key: "a", Err: objlease.ErrFencedObject}, 65},
 		{fmt.Errorf("put: %w", fence.ErrLeaseRecord), 65},
 		{fmt.Errorf("lease: %w", objlease.ErrTokenExhausted), 65},
 	} {

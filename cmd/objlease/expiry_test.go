@@ -88,7 +88,7 @@ func TestListGroupWatchAgreeWithInspect(t *testing.T) {
 				store, setClock := clockedStore(t, written)
 				host := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 				for _, key := range []string{"g/members/w1", "g/shards/s1"} {
-					rec := objlease.Record{Schema: objlease.SchemaVersion, Name: key, Token: 3, Holder: "w1", Nonce: "n",
+					rec := objlease.Record{Schema: 1, Name: key, Token: 3, Holder: "w1", Nonce: "n",
 						State: objlease.StateHeld, TTLMillis: 10_000, AcquiredAt: written, WrittenAt: written}
 					b, err := json.Marshal(rec)
 					if err != nil {

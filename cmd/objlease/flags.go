@@ -229,7 +229,7 @@ func (lf *leaseFlags) options(log *slog.Logger) objlease.Options {
 	o := objlease.Options{TTL: lf.ttl, Holder: lf.holder, DriftBound: lf.drift, Force: lf.force, Logger: log,
 		MinToken: lf.minToken, FencedKeys: lf.fenced}
 	if lf.storeClock {
-		o.StoreClock = &objlease.StoreClockRule{}
+		o.StoreClock = true
 	}
 	if lf.poll > 0 && lf.ttl > 0 {
 		// The waiter's trade, its user's to make: fewer reads, a later

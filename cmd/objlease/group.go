@@ -191,8 +191,7 @@ func (c *cli) groupShow(ctx context.Context, lf *leaseFlags, url, format string,
 	add := func(kind string, es []shard.Entry) error {
 		for _, e := range es {
 			l, err := c.judged(store, lf, e.Key, e.Record, e.Attrs)
-			var re *objlease.RecordError
-			if errors.As(err, &re) {
+			if errors.Is(err, objlease.ErrFencedObject) {
 				continue // not a lease record after all (a fenced object)
 			} else if err != nil {
 				return err

@@ -88,7 +88,7 @@ func (p *probe) snapshot() state {
 	defer p.mu.Unlock()
 	s := state{Command: p.command, URL: p.url, Holder: p.holder, Token: p.token, Shards: []string{}}
 	if l := p.lease; l != nil && l.Err() == nil {
-		s.Held, s.Holder, s.Token = true, l.Holder(), l.Token()
+		s.Held, s.Holder, s.Token = true, l.Record().Holder, l.Token()
 		t := time.Now().Add(l.ValidFor()).UTC()
 		s.Expires = &t
 	}

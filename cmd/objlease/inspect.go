@@ -81,7 +81,7 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 		row("state", "%s", stateOf(st))
 		row("holder", "%s", showHolder(r.Holder))
 		row("token", "%d", r.Token)
-		row("ttl", "%v", r.TTL())
+		row("ttl", "%v", time.Duration(r.TTLMillis)*time.Millisecond)
 		row("renewals", "%d", r.Renewals)
 		if !r.AcquiredAt.IsZero() {
 			row("acquired", "%s (writer's clock)", stamp(r.AcquiredAt))
@@ -98,11 +98,11 @@ func (c *cli) inspectCmd(fs *flagSet) action {
 		switch {
 		case r.State == objlease.StateReleased:
 			row("expires", "free: released; the next holder gets token %d", r.Token+1)
-		case st.Expired && st.Rule == objlease.RuleStoreClock:
+		case st.Expired && st.ByStoreClock:
 			row("expires", "expired: the store's clock says it was written more than TTL + margin ago")
 		case st.Expired:
 			row("expires", "expired: this observer has seen it unchanged for TTL × (1 + drift)")
-		case st.Rule == objlease.RuleStoreClock:
+		case st.ByStoreClock:
 			row("expires", "in %s, when the store's clock shows it written more than TTL + margin ago", roundDuration(st.ExpiresIn))
 		default:
 			hint := ""

@@ -217,7 +217,7 @@ func (c *cli) listRow(ctx context.Context, store providers.Store, lf *leaseFlags
 			return &listItem{listing: *row, Version: obj.Attrs.Version, Renewals: r.Renewals, AcquiredAt: r.AcquiredAt, Data: r.Data}, "", nil
 		}
 	}
-	var re *objlease.RecordError
+	var re *objlease.Error // not a record
 	if errors.As(err, &re) {
 		return nil, plainReason(obj.Data, re), nil
 	}

@@ -30,11 +30,10 @@ func (c *cli) releaseCmd(fs *flagSet) action {
 		}
 		defer cl.Store().Close()
 		err = cl.Release(ctx)
-		var held *objlease.HeldError
-		switch {
+		switch held := heldBy(err); {
 		case errors.Is(err, providers.ErrNotFound):
 			return opErr("release", url, noLease(cl.Key(), url))
-		case errors.As(err, &held):
+		case held != nil:
 			return opErr("release", url, &notHolderError{held, lf.holder})
 		}
 		return opErr("release", url, err)
@@ -44,13 +43,13 @@ func (c *cli) releaseCmd(fs *flagSet) action {
 // notHolderError is a release by a holder the record does not name. It
 // matches objlease.ErrHeld (exit 75).
 type notHolderError struct {
-	held   *objlease.HeldError
-	holder string // the one that asked to release
+	held   *objlease.Error // ErrHeld
+	holder string          // the one that asked to release
 }
 
 func (e *notHolderError) Error() string {
 	return fmt.Sprintf("the lease %q is held by %s (token %d), not %s; only its holder releases it (objlease break --force ends it whoever holds it)",
-		e.held.Key, showHolder(e.held.Holder), e.held.Token, e.holder)
+		e.held.Key, showHolder(e.held.Record.Holder), e.held.Record.Token, e.holder)
 }
 
 func (e *notHolderError) Unwrap() error { return e.held }

@@ -248,9 +248,9 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 		store.Close()
 		return nil, nil, err
 	}
-	w := &waiting{ctx: ctx, c: c, ttl: opts.TTL, say: func(held *objlease.HeldError, _ bool) {
+	w := &waiting{ctx: ctx, c: c, ttl: opts.TTL, say: func(held *objlease.Error, _ bool) {
 		c.say(fmt.Sprintf("waiting for one of the %d slots at %s: all held; the first due, %s, is held by %s (token %d), earliest takeover by this observer in %s, if it stops renewing",
-			n, rawURL, held.Key, showHolder(held.Holder), held.Token, roundDuration(held.Wait)))
+			n, rawURL, held.Key, showHolder(held.Record.Holder), held.Record.Token, roundDuration(held.Wait)))
 	}}
 	var sl *semaphore.Slot
 	switch {
@@ -260,9 +260,10 @@ func (c *cli) takeSlot(ctx context.Context, lf *leaseFlags, rawURL string, n int
 		tctx, cancel := context.WithTimeoutCause(ctx, timeout.d, fmt.Errorf("%w within %s", errNotAcquired, timeout))
 		defer cancel()
 		sl, err = sem.AcquireReporting(tctx, w.progress)
-		var held *objlease.HeldError
-		if _, ok := interrupted(ctx); err != nil && !ok && tctx.Err() != nil && errors.As(err, &held) {
-			err = &timeoutError{context.Cause(tctx), held} // say who held the slot due first
+		if held := heldBy(err); held != nil && tctx.Err() != nil {
+			if _, ok := interrupted(ctx); !ok {
+				err = &timeoutError{context.Cause(tctx), held} // say who held the slot due first
+			}
 		}
 	default:
 		sl, err = sem.AcquireReporting(ctx, w.progress)
@@ -349,7 +350,7 @@ func (c *cli) startHolding(url string, l *objlease.Lease, argv []string, grace t
 func leaseEnv(url string, l *objlease.Lease) []string {
 	return append(os.Environ(),
 		"OBJLEASE_TOKEN="+strconv.FormatUint(l.Token(), 10),
-		"OBJLEASE_HOLDER="+l.Holder(),
+		"OBJLEASE_HOLDER="+l.Record().Holder,
 		"OBJLEASE_URL="+storeURL(url))
 }
 
@@ -427,7 +428,7 @@ func notFoundHint(argv0 string) string {
 // release releases l, giving the store up to the lease's TTL: past that
 // the lease has expired anyway.
 func (c *cli) release(l *objlease.Lease) error {
-	ctx, cancel := context.WithTimeout(context.Background(), l.Record().TTL())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(l.Record().TTLMillis)*time.Millisecond)
 	defer cancel()
 	err := l.Release(ctx)
 	switch {

@@ -16,8 +16,9 @@ import (
 )
 
 // silentEndpoint accepts connections and never answers, as a hung load
-// balancer or a stopped process behind an open port does.
-func silentEndpoint(t *testing.T) string {
+// balancer or a stopped process behind an open port does. accepted is
+// closed once it has a connection.
+func silentEndpoint(t *testing.T) (addr string, accepted <-chan struct{}) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -25,6 +26,7 @@ func silentEndpoint(t *testing.T) string {
 	}
 	var mu sync.Mutex
 	var conns []net.Conn
+	first := make(chan struct{})
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -32,7 +34,9 @@ func silentEndpoint(t *testing.T) string {
 				return
 			}
 			mu.Lock()
-			conns = append(conns, c)
+			if conns = append(conns, c); len(conns) == 1 {
+				close(first)
+			}
 			mu.Unlock()
 		}
 	}()
@@ -44,7 +48,7 @@ func silentEndpoint(t *testing.T) string {
 			c.Close()
 		}
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), first
 }
 
 // silentEnv is the environment of a command pointed at a silent endpoint:
@@ -61,7 +65,7 @@ func silentEnv(addr string) []string {
 // line saying how long it waited, with the exit code of an unreachable
 // store (69), once --request-timeout has passed for each request.
 func TestSilentEndpointTimesOut(t *testing.T) {
-	addr := silentEndpoint(t)
+	addr, _ := silentEndpoint(t)
 	s3 := "s3://bkt/%s?endpoint=http://" + addr + "&path_style=true"
 	for _, tc := range []struct {
 		name string
@@ -106,7 +110,7 @@ func TestSilentEndpointTimesOut(t *testing.T) {
 // Ctrl-C ends a command waiting on a silent store at once: exit 130 and
 // one line, not the SDK's words for a cancelled request.
 func TestInterruptWhileStoreIsSilent(t *testing.T) {
-	addr := silentEndpoint(t)
+	addr, accepted := silentEndpoint(t)
 	cmd := exec.Command(objleaseBin(t), "inspect", "--request-timeout", "1h", "s3://bkt/k?endpoint=http://"+addr+"&path_style=true")
 	cmd.Env = silentEnv(addr)
 	var stderr lockedBuffer
@@ -114,8 +118,15 @@ func TestInterruptWhileStoreIsSilent(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the request is out: the endpoint has a connection.
-	time.Sleep(500 * time.Millisecond)
+	// Wait until the request is out: the endpoint has a connection. (A
+	// fixed sleep here sent the signal before the command had set up its
+	// handling on a loaded machine: it died of SIGINT, exit -1.)
+	select {
+	case <-accepted:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("no request reached the endpoint within a minute; stderr:\n%s", &stderr)
+	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func (c *cli) await(ctx context.Context, cl *objlease.Client, timeout *waitFlag)
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	w := &waiting{ctx: ctx, c: c, ttl: cl.Options().TTL, say: func(held *objlease.HeldError, first bool) {
+	w := &waiting{ctx: ctx, c: c, ttl: cl.Options().TTL, say: func(held *objlease.Error, first bool) {
 		c.sayHeld(ctx, cl, held, first)
 	}, stop: stop}
 	l, err := objlease.Await(ctx, cl, cl.TryAcquire, w.progress)
@@ -74,8 +74,8 @@ type waiting struct {
 	ctx      context.Context // the wait's: an attempt it cut short is no store failure
 	c        *cli
 	ttl      time.Duration
-	say      func(held *objlease.HeldError, first bool)
-	last     *objlease.HeldError
+	say      func(held *objlease.Error, first bool)
+	last     *objlease.Error
 	storeErr error
 	news     waitNews
 	saidOnce bool // said once, where no progress is said
@@ -92,13 +92,13 @@ func (w *waiting) progress(p objlease.Progress) {
 		return
 	}
 	w.storeErr = nil
-	w.c.probe.set(func(pr *probe) { pr.holder, pr.token = p.Held.Holder, p.Held.Token })
+	w.c.probe.set(func(pr *probe) { pr.holder, pr.token = p.Held.Record.Holder, p.Held.Record.Token })
 	if ownLease(p.Held) {
-		w.self = usagef("this process runs under the lease it waits for (held by %s, token %d: $OBJLEASE_HOLDER and $OBJLEASE_TOKEN here), so it would wait for itself forever; fence with $OBJLEASE_TOKEN, or lease another key", showHolder(p.Held.Holder), p.Held.Token)
+		w.self = usagef("this process runs under the lease it waits for (held by %s, token %d: $OBJLEASE_HOLDER and $OBJLEASE_TOKEN here), so it would wait for itself forever; fence with $OBJLEASE_TOKEN, or lease another key", showHolder(p.Held.Record.Holder), p.Held.Record.Token)
 		w.stop(w.self)
 		return
 	}
-	first := w.last == nil || p.Held.Holder != w.last.Holder || p.Held.Token != w.last.Token
+	first := w.last == nil || p.Held.Record.Holder != w.last.Record.Holder || p.Held.Record.Token != w.last.Record.Token
 	w.last = p.Held
 	if !w.news.changed(p, w.ttl) {
 		return
@@ -126,15 +126,15 @@ const longWait = 3 * time.Second
 // ownLease reports whether held is the lease this process runs under: a
 // command started by run, elect or group join that waits for its own
 // lease again.
-func ownLease(held *objlease.HeldError) bool {
+func ownLease(held *objlease.Error) bool {
 	holder, token := os.Getenv("OBJLEASE_HOLDER"), os.Getenv("OBJLEASE_TOKEN")
-	return holder != "" && holder == held.Holder && token == strconv.FormatUint(held.Token, 10)
+	return holder != "" && holder == held.Record.Holder && token == strconv.FormatUint(held.Record.Token, 10)
 }
 
 // waitEnded is why a wait ended early: a signal; or --timeout, with the
 // store's failure if the store was failing (not who held the lease before
 // it began to), else with who held the lease.
-func waitEnded(ctx context.Context, last *objlease.HeldError, storeErr error) error {
+func waitEnded(ctx context.Context, last *objlease.Error, storeErr error) error {
 	cause := context.Cause(ctx)
 	if _, ok := interrupted(ctx); ok {
 		return cause
@@ -151,7 +151,7 @@ func waitEnded(ctx context.Context, last *objlease.HeldError, storeErr error) er
 // timeoutError is a wait that --timeout ended, with who held the lease.
 type timeoutError struct {
 	cause error
-	held  *objlease.HeldError
+	held  *objlease.Error
 }
 
 func (e *timeoutError) Error() string   { return e.cause.Error() + ": " + e.held.Error() }
@@ -190,24 +190,24 @@ func isTerminal(w io.Writer) bool {
 // earliest a takeover could succeed by the rule this waiter judges by.
 // When the holder is new to this waiter it reads the record once more for
 // the time it was acquired.
-func (c *cli) sayHeld(ctx context.Context, cl *objlease.Client, held *objlease.HeldError, first bool) {
+func (c *cli) sayHeld(ctx context.Context, cl *objlease.Client, held *objlease.Error, first bool) {
 	var msg string
-	if held.Bad != nil {
+	if held.Reason != "" { // not a record: force waits it out
 		msg = fmt.Sprintf("waiting for %s: the object there is not an objlease lease record; --force replaces it once it has stayed unchanged for its TTL: in %s at the earliest",
 			cl.Key(), roundDuration(held.Wait))
 	} else {
 		since := ""
 		if first {
-			if st, err := cl.Inspect(ctx); err == nil && st.Record != nil && st.Record.Token == held.Token && !st.Record.AcquiredAt.IsZero() {
+			if st, err := cl.Inspect(ctx); err == nil && st.Record != nil && st.Record.Token == held.Record.Token && !st.Record.AcquiredAt.IsZero() {
 				since = fmt.Sprintf(" since %s (its clock)", stamp(st.Record.AcquiredAt))
 			}
 		}
 		rule := "by this observer"
-		if cl.Options().StoreClock != nil {
+		if cl.Options().StoreClock {
 			rule = "by the store's clock"
 		}
 		msg = fmt.Sprintf("waiting for %s: held by %s (token %d)%s; earliest takeover %s in %s, if it stops renewing",
-			cl.Key(), showHolder(held.Holder), held.Token, since, rule, roundDuration(held.Wait))
+			cl.Key(), showHolder(held.Record.Holder), held.Record.Token, since, rule, roundDuration(held.Wait))
 	}
 	c.say(msg)
 }
@@ -249,10 +249,10 @@ func (n *waitNews) changed(p objlease.Progress, ttl time.Duration) bool {
 		return false
 	}
 	slack := max(time.Second, ttl/10)
-	news := !n.said || h.Holder != n.holder || h.Token != n.token || (h.Bad != nil) != n.bad ||
+	news := !n.said || h.Record.Holder != n.holder || h.Record.Token != n.token || (h.Reason != "") != n.bad ||
 		(absDuration(p.Takeover.Sub(n.takeover)) > slack && absDuration(h.Wait-n.wait) > slack)
 	if news {
-		*n = waitNews{said: true, holder: h.Holder, token: h.Token, bad: h.Bad != nil, takeover: p.Takeover, wait: h.Wait}
+		*n = waitNews{said: true, holder: h.Record.Holder, token: h.Record.Token, bad: h.Reason != "", takeover: p.Takeover, wait: h.Wait}
 	}
 	return news
 }

@@ -21,7 +21,7 @@ func TestWaitNewsOnlyOnChange(t *testing.T) {
 	const ttl = 30 * time.Second
 	const r = ttl / 3
 	held := func(holder string, token uint64, now time.Time, wait time.Duration) objlease.Progress {
-		return objlease.Progress{Held: &objlease.HeldError{Key: "k", Holder: holder, Token: token, Wait: wait}, Takeover: now.Add(wait)}
+		return objlease.Progress{Held: &objlease.Error{Key: "k", Err: objlease.ErrHeld, Record: &objlease.Record{Holder: holder, Token: token}, Wait: wait}, Takeover: now.Add(wait)}
 	}
 	var n waitNews
 	lines := 0
@@ -69,8 +69,8 @@ func TestWaitNewsOnlyOnChange(t *testing.T) {
 // whenever the deadline fell during a read.
 func TestWaitCutByItsTimeoutEndsAsHeld(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	w := &waiting{ctx: ctx, c: &cli{stderr: io.Discard}, ttl: time.Second, say: func(*objlease.HeldError, bool) {}}
-	w.progress(objlease.Progress{Held: &objlease.HeldError{Key: "k", Holder: "alice", Token: 1, Wait: time.Second}, Takeover: time.Now().Add(time.Second)})
+	w := &waiting{ctx: ctx, c: &cli{stderr: io.Discard}, ttl: time.Second, say: func(*objlease.Error, bool) {}}
+	w.progress(objlease.Progress{Held: &objlease.Error{Key: "k", Err: objlease.ErrHeld, Record: &objlease.Record{Holder: "alice", Token: 1}, Wait: time.Second}, Takeover: time.Now().Add(time.Second)})
 	cancel(fmt.Errorf("%w within -w 1s", errNotAcquired))
 	w.progress(objlease.Progress{Err: fmt.Errorf("read \"k\": %w", context.Canceled)})
 	if code := exitCodeOf(waitEnded(ctx, w.last, w.storeErr)); code != exitHeld {

@@ -76,9 +76,10 @@ type sighting struct {
 }
 
 // judgement is the library's answer about the record last read at a key:
-// how long until it expires for this observer, by which rule, and how long
-// it has been seen unchanged (ok false: no answer).
-type judgement func(key string) (expiresIn, unchanged time.Duration, rule objlease.Rule, ok bool)
+// how long until it expires for this observer, whether the store's clock
+// decided that, and how long it has been seen unchanged (ok false: no
+// answer).
+type judgement func(key string) (expiresIn, unchanged time.Duration, byStoreClock, ok bool)
 
 // tracker turns successive sightings of keys into events. Every event is
 // derived from the two records it compares (see eventsBetween); expiry is
@@ -251,13 +252,13 @@ func (t *tracker) tick(now time.Time, judge judgement) []watchEvent {
 		if r == nil || r.State != objlease.StateHeld || s.expired {
 			continue
 		}
-		left, unchanged, rule, ok := judge(key)
+		left, unchanged, byStoreClock, ok := judge(key)
 		if !ok || left > 0 {
 			continue
 		}
 		s.expired = true
 		detail := fmt.Sprintf("unchanged for %s, TTL × (1 + drift), by this observer's clock", roundDuration(unchanged))
-		if rule == objlease.RuleStoreClock {
+		if byStoreClock {
 			detail = "the store's clock shows it written more than TTL + margin ago"
 		}
 		evs = append(evs, watchEvent{Time: now, Event: "expired", Key: key, State: string(r.State), Token: r.Token, Holder: r.Holder,
@@ -363,16 +364,16 @@ func (w *watcher) client(key string, fresh bool) (*objlease.Client, error) {
 
 // judge is the library's judgement of the record last read at key, now. A
 // Client's Judge of a listed version it last read sends no request.
-func (w *watcher) judge(key string) (time.Duration, time.Duration, objlease.Rule, bool) {
+func (w *watcher) judge(key string) (time.Duration, time.Duration, bool, bool) {
 	cl, s := w.clients[key], w.t.seen[key]
 	if cl == nil || s == nil || s.rec == nil {
-		return 0, 0, "", false
+		return 0, 0, false, false
 	}
 	st, err := cl.Judge(nil, providers.Attrs{Key: key, Version: s.version})
 	if err != nil || st.Record == nil {
-		return 0, 0, "", false
+		return 0, 0, false, false
 	}
-	return st.ExpiresIn, st.Unchanged, st.Rule, true
+	return st.ExpiresIn, st.Unchanged, st.ByStoreClock, true
 }
 
 func (w *watcher) run(ctx context.Context, poll time.Duration) error {
@@ -475,7 +476,7 @@ func (w *watcher) read(ctx context.Context, key, listed string) error {
 		return err
 	}
 	st, err := cl.Inspect(ctx)
-	var re *objlease.RecordError
+	var re *objlease.Error
 	if errors.As(err, &re) && errors.Is(err, objlease.ErrBadRecord) {
 		if s := w.t.seen[key]; s != nil && s.rec != nil {
 			// A record whose token went back is refused by a Client that

@@ -141,7 +141,7 @@ func (h *holder) acquire(t *testing.T) *objlease.Lease {
 	t.Helper()
 	l, err := h.c.TryAcquire(t.Context())
 	if err != nil {
-		t.Fatalf("%s: %v", h.c.Holder(), err)
+		t.Fatalf("%s: %v", h.c.Options().Holder, err)
 	}
 	return l
 }

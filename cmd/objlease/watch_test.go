@@ -18,8 +18,8 @@ func TestTrackerEvents(t *testing.T) {
 	held, released := objlease.StateHeld, objlease.StateReleased
 	tr := newTracker(false, false)
 	expiresIn := time.Hour
-	judge := func(string) (time.Duration, time.Duration, objlease.Rule, bool) {
-		return expiresIn, 0, objlease.RuleObserved, true
+	judge := func(string) (time.Duration, time.Duration, bool, bool) {
+		return expiresIn, 0, false, true
 	}
 	var got []string
 	see := func(at time.Duration, version string, r *objlease.Record, notLease string) {
@@ -118,8 +118,8 @@ func TestTrackerPrefix(t *testing.T) {
 	if evs := tr.observe(t0, "b", "v1", r, ""); len(evs) != 1 || evs[0].Event != "acquired" {
 		t.Errorf("new key: %+v", evs)
 	}
-	judge := func(key string) (time.Duration, time.Duration, objlease.Rule, bool) {
-		return map[string]time.Duration{"a": 510 * time.Millisecond, "b": 700 * time.Millisecond}[key], 0, objlease.RuleObserved, true
+	judge := func(key string) (time.Duration, time.Duration, bool, bool) {
+		return map[string]time.Duration{"a": 510 * time.Millisecond, "b": 700 * time.Millisecond}[key], 0, false, true
 	}
 	if d, ok := tr.nextExpiry(judge); !ok || d != 510*time.Millisecond {
 		t.Errorf("next expiry %v %v, want 510ms", d, ok)

@@ -199,7 +199,7 @@ func (l *Lock) read(ctx context.Context) (*seen, []byte, error) {
 func (l *Lock) decode(version string, data []byte) (*seen, error) {
 	rec, err := objlease.DecodeRecord(l.key, data)
 	if err != nil {
-		var re *objlease.RecordError
+		var re *objlease.Error
 		if errors.As(err, &re) {
 			return nil, l.bad(re.Reason, re.Err)
 		}
@@ -214,7 +214,7 @@ func (l *Lock) decode(version string, data []byte) (*seen, error) {
 		// broken with `objlease break`): no election data. Its holder holds
 		// it for its TTL plus objlease's drift bound.
 		s.ler = rl.LeaderElectionRecord{
-			LeaseDurationSeconds: int(math.Ceil(rec.TTL().Seconds() * (1 + objlease.DefaultDriftBound))),
+			LeaseDurationSeconds: int(math.Ceil((time.Duration(rec.TTLMillis) * time.Millisecond).Seconds() * (1 + objlease.DefaultDriftBound))),
 			RenewTime:            metav1.NewTime(rec.WrittenAt),
 			AcquireTime:          metav1.NewTime(rec.AcquiredAt),
 		}
@@ -304,7 +304,7 @@ func (l *Lock) record(ler rl.LeaderElectionRecord, prev *seen) (*objlease.Record
 	}
 	now := time.Now().UTC()
 	rec := &objlease.Record{
-		Schema:     objlease.SchemaVersion,
+		Schema:     1,
 		Name:       l.key,
 		Holder:     ler.HolderIdentity,
 		Nonce:      l.nonce(),

@@ -86,7 +86,7 @@ func TestCreateAndUpdateConflicts(t *testing.T) {
 		}
 	}
 	rec, _ := stored(t, store)
-	if rec.Token != 1 || rec.Holder != "a" || rec.Renewals != 3 || rec.TTL() != 15*time.Second {
+	if rec.Token != 1 || rec.Holder != "a" || rec.Renewals != 3 || rec.TTLMillis != 15000 {
 		t.Fatalf("after renewals: %+v", rec)
 	}
 	// b's view is stale: its takeover is refused.

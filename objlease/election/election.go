@@ -140,7 +140,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	c := e.client
 	progress := func(p objlease.Progress) {
 		if h := p.Held; h != nil {
-			e.observe(Leader{Holder: h.Holder, Token: h.Token, Data: h.Data})
+			e.observe(Leader{Holder: h.Record.Holder, Token: h.Record.Token, Data: h.Record.Data})
 		}
 	}
 	for ctx.Err() == nil {
@@ -162,7 +162,7 @@ func (e *Elector) lead(ctx context.Context, lease *objlease.Lease) {
 	e.mu.Lock()
 	e.lease = lease
 	e.mu.Unlock()
-	e.observe(Leader{Holder: lease.Holder(), Token: lease.Token(), Data: lease.Record().Data, Self: true})
+	e.observe(Leader{Holder: lease.Record().Holder, Token: lease.Token(), Data: lease.Record().Data, Self: true})
 	cbCtx, stop := context.WithCancelCause(lease.Context())
 	defer stop(nil)
 	done := make(chan struct{})
@@ -253,7 +253,7 @@ func Observe(ctx context.Context, c *objlease.Client) (leader Leader, ok bool, e
 		return Leader{}, false, err
 	}
 	r := st.Record
-	return Leader{Holder: r.Holder, Token: r.Token, Data: r.Data, Self: r.Holder == c.Holder()}, true, nil
+	return Leader{Holder: r.Holder, Token: r.Token, Data: r.Data, Self: r.Holder == c.Options().Holder}, true, nil
 }
 
 // RunOnce is the short form for serverless jobs: try once to become leader;

@@ -59,9 +59,9 @@ func ExampleRunOnce() {
 		fmt.Println("instance-a leads with token", l.Token())
 		// A second instance, starting meanwhile, finds the job taken.
 		err := election.RunOnce(ctx, instance("instance-b"), func(context.Context, *objlease.Lease) error { return nil })
-		var held *objlease.HeldError
-		if errors.As(err, &held) {
-			fmt.Println("instance-b: already running on", held.Holder)
+		var held *objlease.Error
+		if errors.Is(err, objlease.ErrHeld) && errors.As(err, &held) {
+			fmt.Println("instance-b: already running on", held.Record.Holder)
 		}
 		return nil
 	})

@@ -164,9 +164,9 @@ func Run(t *testing.T, cfg Config) {
 			t.Fatal(err)
 		}
 		_, err := newClient(t, store, "foreign", "a", clock.NewFake(epoch)).TryAcquire(ctx)
-		var re *objlease.RecordError
-		if !errors.As(err, &re) || re.Key != prefix+"foreign" {
-			t.Fatalf("%v, want *RecordError naming the key", err)
+		var re *objlease.Error
+		if !errors.Is(err, objlease.ErrBadRecord) || !errors.As(err, &re) || re.Key != prefix+"foreign" {
+			t.Fatalf("%v, want an *Error (ErrBadRecord) naming the key", err)
 		}
 		obj, err := store.Get(ctx, prefix+"foreign", 0)
 		if err != nil || !bytes.Equal(obj.Data, body) {

@@ -68,7 +68,7 @@ func (e *SizeError) Unwrap() []error { return []error{ErrSizeMismatch, objlease.
 type DrainError struct {
 	Prefix string
 	Size   int
-	Held   []*objlease.HeldError // one per slot at or above Size still held
+	Held   []*objlease.Error // one per slot at or above Size still held
 }
 
 func (e *DrainError) Error() string {
@@ -130,7 +130,7 @@ func New(sess *objlease.Session, prefix string, n int, opts objlease.Options) (*
 	} else {
 		rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
-	s := &Semaphore{sess: sess, store: sess.Store(), prefix: prefix, n: n, rnd: rnd}
+	s := &Semaphore{sess: sess, prefix: prefix, n: n, rnd: rnd}
 	s.opts = opts
 	c0, err := s.newClient(0)
 	if err != nil {
@@ -139,7 +139,7 @@ func New(sess *objlease.Session, prefix string, n int, opts objlease.Options) (*
 	// Every slot writes the same holder identity, defaulted once.
 	s.opts = c0.Options()
 	s.opts.Rand = opts.Rand
-	s.clock = sess.Clock()
+	s.store, s.clock = c0.Store(), s.opts.Clock
 	s.log = s.opts.Logger.With(slog.String("semaphore", prefix), slog.String("holder", s.opts.Holder))
 	s.clients = []*objlease.Client{c0}
 	return s, nil
@@ -194,7 +194,7 @@ func (s *Semaphore) readSize(ctx context.Context) (int, string, error) {
 		return 0, "", nil
 	}
 	if errors.Is(err, providers.ErrTooLarge) {
-		return 0, "", &objlease.RecordError{Key: key, Reason: "object is too large to be a semaphore size", Err: objlease.ErrBadRecord}
+		return 0, "", &objlease.Error{Key: key, Err: objlease.ErrBadRecord, Reason: "object is too large to be a semaphore size"}
 	}
 	if err != nil {
 		return 0, "", err
@@ -206,11 +206,11 @@ func (s *Semaphore) readSize(ctx context.Context) (int, string, error) {
 	// exactly the object that was judged.
 	switch err := dec.Decode(&d); {
 	case err != nil:
-		return 0, obj.Version, &objlease.RecordError{Key: key, Reason: fmt.Sprintf("not a semaphore size: %v", err), Err: objlease.ErrBadRecord}
+		return 0, obj.Version, &objlease.Error{Key: key, Err: objlease.ErrBadRecord, Reason: fmt.Sprintf("not a semaphore size: %v", err)}
 	case d.Schema > 1:
-		return 0, obj.Version, &objlease.RecordError{Key: key, Reason: fmt.Sprintf("schema %d, this objlease reads 1", d.Schema), Err: objlease.ErrNewerSchema}
+		return 0, obj.Version, &objlease.Error{Key: key, Err: objlease.ErrNewerSchema, Reason: fmt.Sprintf("schema %d, this objlease reads 1", d.Schema)}
 	case d.Schema < 1 || d.Slots < 1 || d.Slots > MaxSlots:
-		return 0, obj.Version, &objlease.RecordError{Key: key, Reason: fmt.Sprintf("schema %d, %d slots: not a semaphore size", d.Schema, d.Slots), Err: objlease.ErrBadRecord}
+		return 0, obj.Version, &objlease.Error{Key: key, Err: objlease.ErrBadRecord, Reason: fmt.Sprintf("schema %d, %d slots: not a semaphore size", d.Schema, d.Slots)}
 	}
 	return d.Slots, obj.Version, nil
 }
@@ -232,7 +232,7 @@ func (s *Semaphore) checkSize(ctx context.Context) error {
 	}
 	for attempt := 0; ; attempt++ {
 		got, version, err := s.readSize(ctx)
-		var bad *objlease.RecordError
+		var bad *objlease.Error // the size object is not one
 		if errors.As(err, &bad) && s.opts.Force && version != "" && attempt < 3 {
 			s.log.Warn("forcing over an object that is not a semaphore size", slog.Any("err", err))
 			_, err = s.store.Replace(ctx, SizeKey(s.prefix), encodeSize(n), nil, version)
@@ -282,9 +282,9 @@ func (s *Slot) Index() int { return s.index }
 
 // TryAcquire makes one attempt at every slot, starting at a random one so
 // that contenders spread out. It returns an error matching objlease.ErrHeld,
-// whose *objlease.HeldError names the slot due to expire first for this
+// whose *objlease.Error (ErrHeld) names the slot due to expire first for this
 // semaphore, if every slot is held. An object at a slot that is not a valid
-// record is reported (a *objlease.RecordError) and left alone, unless
+// record is reported (an *objlease.Error) and left alone, unless
 // another slot could be taken.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Slot, error) {
 	slot, held, err := s.attempt(ctx)
@@ -299,7 +299,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Slot, error) {
 
 // attempt tries every slot once. Without a slot it returns the held slot
 // due to expire first, and the most serious other error met, if any.
-func (s *Semaphore) attempt(ctx context.Context) (*Slot, *objlease.HeldError, error) {
+func (s *Semaphore) attempt(ctx context.Context) (*Slot, *objlease.Error, error) {
 	if err := s.checkSize(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -317,12 +317,12 @@ func (s *Semaphore) attempt(ctx context.Context) (*Slot, *objlease.HeldError, er
 	}
 	s.mu.Unlock()
 
-	var earliest *objlease.HeldError
+	var earliest *objlease.Error
 	var failed error
 	for k := range n {
 		i := (start + k) % n
 		l, err := clients[i].TryAcquire(ctx)
-		var held *objlease.HeldError
+		var held *objlease.Error
 		switch {
 		case err == nil:
 			slot, err := s.confirm(ctx, i, l)
@@ -333,7 +333,7 @@ func (s *Semaphore) attempt(ctx context.Context) (*Slot, *objlease.HeldError, er
 				s.log.Warn("slot unusable; acquired another", slog.Any("err", failed))
 			}
 			return slot, nil, nil
-		case errors.As(err, &held):
+		case errors.As(err, &held) && held.Err == objlease.ErrHeld:
 			if earliest == nil || held.Wait < earliest.Wait {
 				earliest = held
 			}
@@ -490,14 +490,14 @@ func (s *Semaphore) Resize(ctx context.Context, n int) error {
 	s.mu.Unlock()
 	// Slots above the old size too may still be held, from an earlier
 	// shrink that was not drained: check up to the larger of both.
-	var held []*objlease.HeldError
+	var held []*objlease.Error
 	for _, c := range clients {
 		st, err := c.Inspect(ctx)
 		if err != nil {
 			return err
 		}
 		if st.Record != nil && st.Record.State == objlease.StateHeld && st.ExpiresIn > 0 {
-			held = append(held, &objlease.HeldError{Key: st.Key, Holder: st.Record.Holder, Token: st.Record.Token, Data: st.Record.Data, Wait: st.ExpiresIn})
+			held = append(held, &objlease.Error{Key: st.Key, Err: objlease.ErrHeld, Record: st.Record, Wait: st.ExpiresIn})
 		}
 	}
 	if len(held) > 0 {

@@ -119,13 +119,13 @@ func testDistinctSlots(t *testing.T, store providers.Store) {
 	// Several fourth contenders, each trying the slots in its own order.
 	for _, h := range []string{"d", "e", "f", "g", "h", "i"} {
 		_, err := newSem(t, store, 3, h, clk).TryAcquire(ctx)
-		var he *objlease.HeldError
-		if !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) {
+		var he *objlease.Error
+		if !errors.Is(err, objlease.ErrHeld) || !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) {
 			t.Fatalf("fourth holder %s: %v, want ErrHeld", h, err)
 		}
 		// b's TTL is the shortest: its slot expires first for the fourth.
-		if he.Key != holders["b"].Key() || he.Holder != "b" || he.Token != 1 || he.Wait != 10100*time.Millisecond {
-			t.Fatalf("%s: HeldError %+v, want b's slot %q, token 1, wait 10.1s", h, he, holders["b"].Key())
+		if he.Key != holders["b"].Key() || he.Record.Holder != "b" || he.Record.Token != 1 || he.Wait != 10100*time.Millisecond {
+			t.Fatalf("%s: held %+v, want b's slot %q, token 1, wait 10.1s", h, he, holders["b"].Key())
 		}
 	}
 }
@@ -228,12 +228,12 @@ func testDeadHolder(t *testing.T, store providers.Store) {
 	}
 	// TTL 10 s, drift 1 %: the dead slot is free after 10.1 s, not before.
 	advance(t, clk, 10099*time.Millisecond, time.Second)
-	var he *objlease.HeldError
-	if _, err := e.TryAcquire(ctx); !errors.As(err, &he) {
+	var he *objlease.Error
+	if _, err := e.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) {
 		t.Fatalf("1 ms before TTL × (1 + drift): %v, want ErrHeld", err)
 	}
 	if he.Key != dead.Key() || he.Wait != time.Millisecond {
-		t.Fatalf("HeldError %+v, want the dead slot %q with 1ms to go", he, dead.Key())
+		t.Fatalf("held %+v, want the dead slot %q with 1ms to go", he, dead.Key())
 	}
 	advance(t, clk, time.Millisecond, time.Millisecond)
 	sl := mustAcquire(t, e)
@@ -425,9 +425,9 @@ func testForeignObjects(t *testing.T, store providers.Store) {
 	if first.Index() != 0 {
 		t.Fatalf("took slot %d, want 0 (slot 1 is foreign)", first.Index())
 	}
-	var re *objlease.RecordError
+	var re *objlease.Error
 	if _, err := newSem(t, store, 2, "b", clk).Acquire(ctx); !errors.As(err, &re) || re.Key != semaphore.SlotKey(prefix, 1) {
-		t.Fatalf("%v, want a *RecordError naming slot 1", err)
+		t.Fatalf("%v, want an *Error naming slot 1", err)
 	}
 	unchanged(semaphore.SlotKey(prefix, 1))
 	if err := first.Release(ctx); err != nil {
@@ -444,10 +444,10 @@ func testForeignObjects(t *testing.T, store providers.Store) {
 		t.Fatal(err)
 	}
 	if _, err := newSem(t, store, 2, "c", clk).Acquire(ctx); !errors.As(err, &re) || re.Key != size {
-		t.Fatalf("%v, want a *RecordError naming the size object", err)
+		t.Fatalf("%v, want an *Error naming the size object", err)
 	}
 	if _, err := newSem(t, store, 2, "c", clk).Inspect(ctx); !errors.As(err, &re) || re.Key != size {
-		t.Fatalf("Inspect: %v, want a *RecordError naming the size object", err)
+		t.Fatalf("Inspect: %v, want an *Error naming the size object", err)
 	}
 	unchanged(size)
 	sl := mustAcquire(t, newSem(t, store, 2, "forcer", clk, func(o *objlease.Options) { o.Force = true }))
@@ -505,7 +505,7 @@ func testResize(t *testing.T, store providers.Store) {
 	}
 	var owner *semaphore.Semaphore
 	for _, s := range olds {
-		if s.Holder() == s2.Holder() {
+		if s.Holder() == s2.Record().Holder {
 			owner = s
 		}
 	}
@@ -680,7 +680,7 @@ func TestAcquireReportingNamesTheSlotDueFirst(t *testing.T) {
 		<-done
 		select {
 		case p := <-seen:
-			if p.Held == nil || (p.Held.Holder != "a" && p.Held.Holder != "b") || p.Takeover.IsZero() {
+			if p.Held == nil || (p.Held.Record.Holder != "a" && p.Held.Record.Holder != "b") || p.Takeover.IsZero() {
 				t.Fatalf("progress %+v (held %+v), want the slot due first, held by a or b, with a takeover time", p, p.Held)
 			}
 		default:

@@ -20,7 +20,7 @@ import (
 // stores, S3 Express One Zone, do not list in it).
 func (w *Worker) listMembers(ctx context.Context) ([]providers.Attrs, error) {
 	var members []providers.Attrs
-	err := providers.Walk(ctx, w.sess.Store(), MembersPrefix(w.cfg.Prefix), func(a providers.Attrs) error {
+	err := providers.Walk(ctx, w.store, MembersPrefix(w.cfg.Prefix), func(a providers.Attrs) error {
 		members = append(members, a)
 		return nil
 	})
@@ -34,7 +34,7 @@ func (w *Worker) listShards(ctx context.Context) (map[string]providers.Attrs, er
 	listed := map[string]providers.Attrs{}
 	var ids []string
 	sp := ShardsPrefix(w.cfg.Prefix)
-	err := providers.Walk(ctx, w.sess.Store(), sp, func(a providers.Attrs) error {
+	err := providers.Walk(ctx, w.store, sp, func(a providers.Attrs) error {
 		listed[a.Key] = a
 		ids = append(ids, strings.TrimPrefix(a.Key, sp))
 		return nil
@@ -141,7 +141,7 @@ func (w *Worker) scan(ctx context.Context, ids []string, listed map[string]provi
 		}
 		st, err := s.c.Judge(nil, a)
 		if err == nil && st.Record == nil {
-			now := w.sess.Clock().Now()
+			now := w.clock.Now()
 			if !fresh && !s.readAt.IsZero() && st.Unchanged < w.opts.TTL/2 &&
 				s.holder != "" && s.holder != w.member && slices.Contains(live, s.holder) {
 				holders[id] = s.holder // its owner's renewal

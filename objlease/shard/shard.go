@@ -55,6 +55,7 @@ import (
 
 	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -102,6 +103,8 @@ func (s *Shard) Token() uint64 { return s.Lease.Token() }
 // Worker is one member of a group.
 type Worker struct {
 	sess   *objlease.Session
+	store  providers.Store // the session's, and its clock
+	clock  clock.Clock
 	cfg    Config
 	log    *slog.Logger
 	opts   objlease.Options
@@ -171,14 +174,15 @@ func New(sess *objlease.Session, cfg Config) (*Worker, error) {
 	}
 	if cfg.Member == "" {
 		// The default holder, also for the shard leases.
-		w.opts.Holder = mc.Holder()
+		w.opts.Holder = mc.Options().Holder
 		if mc, err = w.client(MemberKey(cfg.Prefix, w.opts.Holder)); err != nil {
 			return nil, err
 		}
 	}
-	w.member = mc.Holder()
+	w.member = mc.Options().Holder
 	w.memberClient = mc
 	w.opts = mc.Options()
+	w.store, w.clock = mc.Store(), w.opts.Clock
 	w.opts.Rand = nil  // each client gets its own, from w.seed
 	w.opts.Clock = nil // the session's
 	w.log = w.opts.Logger.With(slog.String("group", cfg.Prefix), slog.String("member", w.member))
@@ -231,7 +235,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.log.Error("leaving the group: waiting cannot cure this", slog.Any("err", runErr))
 			break
 		}
-		if ctxsleep.On(ctx, w.sess.Clock(), w.opts.PollInterval) != nil {
+		if ctxsleep.On(ctx, w.clock, w.opts.PollInterval) != nil {
 			break
 		}
 	}
@@ -300,7 +304,7 @@ func (w *Worker) round(ctx context.Context) error {
 	}
 	changed := !slices.Equal(members, w.lastLive)
 	w.lastLive = members
-	now := w.sess.Clock().Now()
+	now := w.clock.Now()
 	// The shards are listed only when something may have moved: the first
 	// round, a membership change, a member whose renewals are overdue (so
 	// that its shards' versions are dated before it expires), this

@@ -286,7 +286,7 @@ func (w *world) check() []violation {
 			if json.Unmarshal(a.data, &rec) == nil && rec.State == "released" && rec.Holder == r.holder && rec.Token == r.token {
 				valid := time.Duration(-1)
 				for _, e := range w.epochs {
-					if !e.elector && e.lease == r.lease && e.token == r.token && w.procs[e.proc].clients[e.lease].Holder() == r.holder {
+					if !e.elector && e.lease == r.lease && e.token == r.token && w.procs[e.proc].clients[e.lease].Options().Holder == r.holder {
 						valid = e.to
 					}
 				}
@@ -319,7 +319,7 @@ func (w *world) check() []violation {
 			Holder, State string
 		}
 		if last != nil && !operator(*last) && json.Unmarshal(last.data, &rec) == nil &&
-			rec.State == "held" && rec.Holder == w.procs[e.proc].clients[e.lease].Holder() && rec.Token == e.token {
+			rec.State == "held" && rec.Holder == w.procs[e.proc].clients[e.lease].Options().Holder && rec.Token == e.token {
 			add(vLateLost, e.ended, "%s: p%d's lease (token %d) ended at %v, %v before its validity, as lost (%v), though the record's last write, at %v, was its own",
 				leaseKey(e.lease), e.proc, e.token, e.ended, e.to-e.ended, e.lost, at(last.at))
 		}

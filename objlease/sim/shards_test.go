@@ -132,7 +132,7 @@ func (p *proc) work(wg *sync.WaitGroup) {
 		opts := objlease.Options{TTL: w.cfg.ttl, DriftBound: w.cfg.drift, Clock: p.clock.lib,
 			Rand: rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))}
 		if w.cfg.storeClock {
-			opts.StoreClock = &objlease.StoreClockRule{}
+			opts.StoreClock = true
 		}
 		member := fmt.Sprintf("w%d", p.id)
 		sess, err := objlease.NewSession(inc.store, objlease.SessionOptions{Clock: p.clock.lib})

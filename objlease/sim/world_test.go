@@ -27,7 +27,7 @@ type config struct {
 	ttl        time.Duration
 	drift      float64 // every clock's rate stays within [1 − drift, 1 + drift]
 	duration   time.Duration
-	storeClock bool // clients also trust the store's clock (StoreClockRule)
+	storeClock bool // clients also trust the store's clock (Options.StoreClock)
 	faults     float64
 	lateWrites float64 // chance that a write reaches the store after its caller timed out
 	// A process pauses (all of its goroutines, as in a GC pause or a
@@ -186,7 +186,7 @@ type releaseOp struct {
 func (w *world) released(p *proc, call time.Duration, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.rels = append(w.rels, releaseOp{p.clients[p.ep.lease].Holder(), p.ep.lease, p.ep.token, call, w.now(), err})
+	w.rels = append(w.rels, releaseOp{p.clients[p.ep.lease].Options().Holder, p.ep.lease, p.ep.token, call, w.now(), err})
 }
 
 // grant names one token of one lease.
@@ -498,15 +498,15 @@ func (p *proc) acquire() time.Duration {
 		l, err = c.Acquire(ctx)
 		cancel()
 	}
-	var held *objlease.HeldError
+	var held *objlease.Error
 	switch {
 	case err == nil:
 		p.granted(l)
 		return 50 * time.Millisecond
-	case errors.As(err, &held) && p.rnd.IntN(200) == 0:
+	case errors.Is(err, objlease.ErrHeld) && errors.As(err, &held) && p.rnd.IntN(200) == 0:
 		p.breakLease(c)
-	case errors.As(err, &held):
-		w.logf(p, "acquire %s: held by %s token %d", c.Key(), held.Holder, held.Token)
+	case errors.Is(err, objlease.ErrHeld) && errors.As(err, &held):
+		w.logf(p, "acquire %s: held by %s token %d", c.Key(), held.Record.Holder, held.Record.Token)
 		poll = min(poll, held.Wait+time.Millisecond)
 	default:
 		w.logf(p, "acquire %s: %v", c.Key(), err)
@@ -704,7 +704,7 @@ func (p *proc) releaseByName() {
 	call := w.now()
 	err := p.byName[p.ep.lease].Release(ctx)
 	w.released(p, call, err)
-	w.logf(p, "release %s by holder name %s: %v", leaseKey(p.ep.lease), p.byName[p.ep.lease].Holder(), err)
+	w.logf(p, "release %s by holder name %s: %v", leaseKey(p.ep.lease), p.byName[p.ep.lease].Options().Holder, err)
 	p.drop()
 }
 
@@ -899,7 +899,7 @@ func newWorld(cfg config, dir string) (*world, error) {
 			opts := objlease.Options{TTL: cfg.ttl, DriftBound: cfg.drift, Holder: holder,
 				Clock: p.clock.lib, Rand: rand.New(rand.NewPCG(seeds[2*k], seeds[2*k+1])), Force: force}
 			if cfg.storeClock {
-				opts.StoreClock = &objlease.StoreClockRule{}
+				opts.StoreClock = true
 			}
 			var c *objlease.Client
 			if i < cfg.electors && k == cfg.leases {

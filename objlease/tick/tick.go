@@ -101,7 +101,7 @@ func Done(ctx context.Context, store providers.Store, l *objlease.Lease, tick st
 	b, err := json.Marshal(struct {
 		Version int `json:"objlease_tick"`
 		Mark
-	}{markVersion, Mark{Tick: tick, Token: l.Token(), Holder: l.Holder(), DoneAt: time.Now().UTC()}})
+	}{markVersion, Mark{Tick: tick, Token: l.Token(), Holder: l.Record().Holder, DoneAt: time.Now().UTC()}})
 	if err != nil {
 		return err
 	}

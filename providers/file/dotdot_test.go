@@ -79,14 +79,14 @@ func TestDotDotAfterSymlinkIsTheKernels(t *testing.T) {
 		t.Fatalf("acquire through %s/link/../lease: %v", base, err)
 	}
 	defer la.Release(ctx)
-	var held *objlease.HeldError
-	if lb, err := b.TryAcquire(ctx); !errors.As(err, &held) {
+	var held *objlease.Error
+	if lb, err := b.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &held) {
 		if err == nil {
 			lb.Release(ctx)
 		}
 		t.Fatalf("acquire through %s/real/lease while a holds it through link/..: %v, want held by a (two holders)", base, err)
-	} else if held.Holder != "a" {
-		t.Errorf("held by %q, want a", held.Holder)
+	} else if held.Record.Holder != "a" {
+		t.Errorf("held by %q, want a", held.Record.Holder)
 	}
 	if _, err := os.Stat(filepath.Join(base, "real", "lease")); err != nil {
 		t.Errorf("the record is not where the kernel puts link/../lease: %v", err)

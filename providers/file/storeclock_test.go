@@ -49,13 +49,13 @@ func TestSteppedWriterClock(t *testing.T) {
 	}
 	contender, err := objlease.New(reader, "jobs/nightly", objlease.Options{
 		TTL: 30 * time.Second, Holder: "contender", Clock: clock.NewFake(epoch),
-		StoreClock: &objlease.StoreClockRule{},
+		StoreClock: true,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var he *objlease.HeldError
-	if l2, err := contender.TryAcquire(ctx); !errors.As(err, &he) {
+	var he *objlease.Error
+	if l2, err := contender.TryAcquire(ctx); !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) {
 		if err == nil {
 			l2.Release(ctx)
 		}

@@ -114,17 +114,17 @@ func acquireWaiting(t *testing.T, c *objlease.Client, clk *clock.Fake) *objlease
 	t.Helper()
 	for range 10 {
 		l, err := c.TryAcquire(context.Background())
-		var held *objlease.HeldError
+		var held *objlease.Error
 		switch {
 		case err == nil:
 			return l
-		case errors.As(err, &held):
+		case errors.Is(err, objlease.ErrHeld) && errors.As(err, &held):
 			clk.Advance(held.Wait)
 		default:
-			t.Fatalf("%s: %v", c.Holder(), err)
+			t.Fatalf("%s: %v", c.Options().Holder, err)
 		}
 	}
-	t.Fatalf("%s never acquired", c.Holder())
+	t.Fatalf("%s never acquired", c.Options().Holder)
 	return nil
 }
 

@@ -200,7 +200,7 @@ func (b *bench) waiting(ctx context.Context) ([]waitRow, error) {
 		stores[i] = &countingStore{Store: b.cs}
 		o := b.options("cost-waiting-" + rule)
 		if rule == ruleStoreClock {
-			o.StoreClock = &objlease.StoreClockRule{}
+			o.StoreClock = true
 		}
 		c, err := objlease.New(stores[i], key, o)
 		if err != nil {

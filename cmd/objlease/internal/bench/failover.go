@@ -90,7 +90,7 @@ const (
 	endRelease = "release" // a graceful release
 )
 
-// storeClockMargin is StoreClockRule.Margin's default, which the bench
+// storeClockMargin is Options.StoreClockMargin's default, which the bench
 // uses.
 const storeClockMargin = time.Second
 
@@ -166,7 +166,7 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failo
 		}
 		o := b.options(fmt.Sprintf("failover-%s-%d", rule, i))
 		if rule == ruleStoreClock {
-			o.StoreClock = &objlease.StoreClockRule{}
+			o.StoreClock = true
 		}
 		c, err := objlease.New(b.cs, key, o)
 		if err != nil {

@@ -74,7 +74,7 @@ func HolderFlags(fs *flag.FlagSet) func(ctx context.Context, env Env, pos []stri
 
 func holder(ctx context.Context, env Env, url, key string, o objlease.Options, storeClock, release bool, timeout time.Duration) error {
 	if storeClock {
-		o.StoreClock = &objlease.StoreClockRule{}
+		o.StoreClock = true
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
