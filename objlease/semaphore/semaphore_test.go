@@ -120,7 +120,7 @@ func testDistinctSlots(t *testing.T, store providers.Store) {
 	for _, h := range []string{"d", "e", "f", "g", "h", "i"} {
 		_, err := newSem(t, store, 3, h, clk).TryAcquire(ctx)
 		var he *objlease.Error
-		if !errors.Is(err, objlease.ErrHeld) || !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) {
+		if !errors.Is(err, objlease.ErrHeld) || !errors.As(err, &he) {
 			t.Fatalf("fourth holder %s: %v, want ErrHeld", h, err)
 		}
 		// b's TTL is the shortest: its slot expires first for the fourth.
