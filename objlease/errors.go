@@ -102,8 +102,12 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("lease %q: %s; force replaces it only once it has been seen unchanged for its TTL, %v from now at the earliest",
 			e.Key, e.Reason, e.Wait.Round(time.Millisecond))
 	case e.Err == ErrHeld:
+		var r Record
+		if e.Record != nil {
+			r = *e.Record
+		}
 		return fmt.Sprintf("lease %q: held by %q (token %d); expires for this client in %v at the earliest",
-			e.Key, e.Record.Holder, e.Record.Token, e.Wait.Round(time.Millisecond))
+			e.Key, r.Holder, r.Token, e.Wait.Round(time.Millisecond))
 	case e.Err == ErrTokenUnknown:
 		return fmt.Sprintf("lease %q: %v: %s; give the floor explicitly: Options.MinToken (the highest token ever issued for the lease) or Options.FencedKeys (fenced objects written with its tokens)",
 			e.Key, ErrTokenUnknown, e.Reason)
