@@ -30,9 +30,11 @@ const maxAttemptsInFlight = maxJobsInFlight / 2
 // dispatcher, which hands each due renewal to a worker, and a waker, which
 // does the same for due attempts; at most maxJobsInFlight workers run
 // at once. Their logs and metrics go through the session's reporter, so
-// that no sink delays them. It starts with its first lease or waiter and stops with its
-// last, so that it runs wherever they were made (a test's synctest bubble
-// included).
+// that no sink delays them. It starts with its first lease or waiter and
+// stops with its last, so that it runs wherever they were made (a test's
+// synctest bubble included). The watcher and the dispatcher start with
+// the first lease, the waker with the first waiter: a session that only
+// holds, as the one New makes for a single lease does, runs two.
 type scheduler struct {
 	sess *Session
 	clk  clock.Clock
@@ -56,6 +58,9 @@ type scheduler struct {
 	// stack.
 	jobs    chan job
 	workers int
+	// holding and waiting record that the goroutines for leases (the
+	// dispatcher and the watcher) and for waiters (the waker) run.
+	holding, waiting bool
 
 	// inFlight counts jobs popped and not yet requeued or dropped; asleep
 	// counts the goroutines waiting in sleep. Both are only read by tests.
@@ -93,9 +98,6 @@ func join(c *Client, track func(s *scheduler)) (*scheduler, error) {
 			wakeAttempt: make(chan struct{}, 1), quit: make(chan struct{}), jobs: make(chan job),
 		}
 		sess.sched = s
-		go s.dispatch(&s.renewals, &s.renewArmed, s.wakeRenew, s.dueRenewals)
-		go s.dispatch(attemptDeadlines{s}, &s.attemptArmed, s.wakeAttempt, s.dueAttempts)
-		go s.watch()
 	}
 	track(s)
 	s.mu.Lock()
@@ -128,6 +130,11 @@ func register(l *Lease, renewAt time.Time) error {
 	l.registered = true
 	l.renewAt, l.expireAt = renewAt, l.validUntil
 	l.renewIdx, l.expireIdx = -1, -1
+	if !s.holding {
+		s.holding = true
+		go s.dispatch(&s.renewals, &s.renewArmed, s.wakeRenew, s.dueRenewals)
+		go s.watch()
+	}
 	s.pushRenewal(l)
 	s.pushExpiry(l)
 	s.mu.Unlock()

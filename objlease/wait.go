@@ -129,6 +129,10 @@ func (w *waiter) finish(l *Lease, err error) {
 // pushAttempt queues w and wakes the waker if w is now due first (s.mu
 // held).
 func (s *scheduler) pushAttempt(w *waiter) {
+	if !s.waiting {
+		s.waiting = true
+		go s.dispatch(attemptDeadlines{s}, &s.attemptArmed, s.wakeAttempt, s.dueAttempts)
+	}
 	heap.Push(&s.attempts, w)
 	if s.attemptArmed.IsZero() || w.at.Before(s.attemptArmed) {
 		notify(s.wakeAttempt)
