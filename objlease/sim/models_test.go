@@ -76,9 +76,11 @@ type model struct {
 	kind  string
 	props providers.Properties
 	log   *auditLog
-	rnd   *rand.Rand // under mu; calls arrive in a deterministic order
+	seed  uint64
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// keyRnd is each key's own random stream (see keyRand).
+	keyRnd    map[string]*rand.Rand
 	objects   map[string]*mobject
 	last      uint64
 	inflight  map[string]bool      // s3: a conditional write to the key is being applied
@@ -95,17 +97,33 @@ type mobject struct {
 	modified time.Time
 }
 
+// keyRand is key's own random stream (m.mu held). The draws for one key
+// come in the order of its calls; calls for different keys arriving at
+// one simulated instant come in an order Go's scheduler picks, and one
+// stream for all of them made a run differ from its rerun (a commit 12 ms
+// later at seed 1).
+func (m *model) keyRand(key string) *rand.Rand {
+	r := m.keyRnd[key]
+	if r == nil {
+		h := fnv.New64a()
+		h.Write([]byte(key))
+		r = rand.New(rand.NewPCG(m.seed^0x5707e, h.Sum64()))
+		m.keyRnd[key] = r
+	}
+	return r
+}
+
 func newModel(kind string, seed uint64, log *auditLog) *model {
-	m := &model{kind: kind, log: log, rnd: rand.New(rand.NewPCG(seed, 0x5707e)),
+	m := &model{kind: kind, log: log, seed: seed, keyRnd: map[string]*rand.Rand{},
 		objects: map[string]*mobject{}, inflight: map[string]bool{}, lastWrite: map[string]time.Time{}}
-	m.skew = time.Duration(m.rnd.Int64N(int64(2*time.Hour))) - time.Hour
+	m.skew = time.Duration(rand.New(rand.NewPCG(seed, 0x5707e)).Int64N(int64(2*time.Hour))) - time.Hour
 	switch kind {
 	case "mem":
 		m.props = providers.Properties{Name: "mem", TimestampGranularity: time.Nanosecond}
 	case "s3":
 		m.props = providers.Properties{Name: "s3", VersionsRepeat: true, TimestampGranularity: time.Second}
-		// Decided by the seed, not drawn from rnd, so that the draws of
-		// every s3 model stay as they were.
+		// Decided by the seed, not drawn, so that the draws of every s3
+		// model stay as they were.
 		m.express = seed%2 == 1
 	case "gcs":
 		m.props = providers.Properties{Name: "gcs", TimestampGranularity: time.Millisecond, MinWriteInterval: time.Second}
@@ -201,19 +219,19 @@ func (m *model) conditional(ctx context.Context, op, key string, check func(o *m
 		if m.inflight[key] {
 			// The refusal takes a round trip too: a caller retrying at once
 			// must not spin while the write it raced is being applied.
-			d := 1 + time.Duration(m.rnd.Int64N(int64(time.Millisecond)))
+			d := 1 + time.Duration(m.keyRand(key).Int64N(int64(time.Millisecond)))
 			m.mu.Unlock()
 			time.Sleep(d)
 			return providers.WriteResult{}, providers.Wrap(op, key, providers.ErrConflict, fmt.Errorf("409 ConditionalRequestConflict"))
 		}
 		m.inflight[key] = true
-		d := 1 + time.Duration(m.rnd.Int64N(int64(30*time.Millisecond)))
+		d := 1 + time.Duration(m.keyRand(key).Int64N(int64(30*time.Millisecond)))
 		m.mu.Unlock()
 		time.Sleep(d)
 		m.mu.Lock()
 		delete(m.inflight, key)
 	case "gcs":
-		if last, ok := m.lastWrite[key]; ok && m.throttle && time.Since(last) < time.Second && m.rnd.IntN(2) == 0 {
+		if last, ok := m.lastWrite[key]; ok && m.throttle && time.Since(last) < time.Second && m.keyRand(key).IntN(2) == 0 {
 			answer := "429 rateLimitExceeded"
 			if m.last%3 == 0 {
 				answer = "410 Gone" // GCS's other answer to the same limit
