@@ -3,6 +3,7 @@ package objlease_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -156,5 +157,57 @@ func TestConflictIsNotLoggedAsUnknownOutcome(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "outcome unknown") || !strings.Contains(logs.String(), "racing write") {
 		t.Errorf("log after a conflict:\n%s\nwant it to say a racing write refused it, not that its outcome is unknown", logs.String())
+	}
+}
+
+// A renewal whose reply is lost is resolved by re-reading for its nonce.
+// A record that carries that nonce but another token is not this holder's
+// write: someone rewrote it after it landed (a hand edit keeping the rest
+// of the record). Taking it for the renewal adopted its version, and the
+// next renewal wrote token 1 over the token the rewrite had raised: a
+// token going back (found by the simulation, seed 518 of the long run).
+func TestRewrittenOwnWriteIsNotAdopted(t *testing.T) {
+	ctx := context.Background()
+	_, hs := newMem()
+	l, err := newClient(t, hs, "alice", clock.NewFake(epoch)).TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const raised = uint64(1 << 62)
+	var done bool
+	hs.setHooks(nil, func(op, key string, err error) error {
+		if op != "replace" || done || err != nil {
+			return err
+		}
+		done = true
+		// The renewal landed; before its reply comes, a hand edit raises
+		// the token and keeps holder and nonce.
+		obj, gerr := hs.Store.Get(ctx, key, 1<<20)
+		if gerr != nil {
+			t.Fatal(gerr)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal(obj.Data, &rec); err != nil {
+			t.Fatal(err)
+		}
+		rec["token"] = raised
+		b, _ := json.Marshal(rec)
+		if _, err := hs.Store.Replace(ctx, key, b, obj.Metadata, obj.Version); err != nil {
+			t.Fatal(err)
+		}
+		return providers.Wrap(op, key, providers.ErrUnknownOutcome, errors.New("connection reset"))
+	})
+	if err := l.Renew(ctx); !errors.Is(err, objlease.ErrLeaseLost) {
+		t.Fatalf("Renew over a rewritten record: %v, want ErrLeaseLost", err)
+	}
+	hs.setHooks(nil, nil)
+	l.Renew(ctx)
+	obj, err := hs.Store.Get(ctx, "jobs/nightly", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := objlease.DecodeRecord("jobs/nightly", obj.Data)
+	if err != nil || rec.Token != raised {
+		t.Fatalf("record after the renewals: %+v, %v; want the rewrite's token %d left alone", rec, err, raised)
 	}
 }

@@ -82,16 +82,20 @@ func backoff(first, limit time.Duration, n int) time.Duration {
 }
 
 // resolve re-reads the record until it can tell whether the write of rec,
-// made over ifVersion, landed: the record then carries rec's holder and
-// nonce. It reports landed = false with no error if the record is as it was
-// before the write (so it can be retried), and ErrPrecondition if someone
-// else's write is there instead.
+// made over ifVersion, landed: the record then carries rec's holder,
+// nonce, token and state. It reports landed = false with no error if the
+// record is as it was before the write (so it can be retried), and
+// ErrPrecondition if someone else's write is there instead.
 func (c *Client) resolve(ctx context.Context, rec *Record, ifVersion string, cause error) (providers.WriteResult, bool, error) {
 	for n := 0; ; n++ {
 		o, err := c.read(ctx)
 		if err == nil {
 			switch {
-			case o.rec != nil && o.rec.Nonce == rec.Nonce && (o.rec.Holder == rec.Holder || !ownWriteCheck()):
+			case o.rec != nil && o.rec.Nonce == rec.Nonce && o.rec.Token == rec.Token && o.rec.State == rec.State &&
+				(o.rec.Holder == rec.Holder || !ownWriteCheck()):
+				// Its own write, token and state too: a record rewritten
+				// after the write landed may keep the nonce (a hand edit),
+				// and is someone else's write.
 				return providers.WriteResult{Version: o.version, LastModified: o.attrs.LastModified, StoreTime: o.attrs.StoreTime}, true, nil
 			case o.version == ifVersion: // unchanged ("" == absent for a create)
 				return providers.WriteResult{}, false, nil

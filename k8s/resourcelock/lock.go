@@ -436,7 +436,9 @@ func (l *Lock) resolve(ctx context.Context, rec *objlease.Record, ifVersion stri
 		s, _, err := l.read(ctx)
 		if err == nil {
 			switch {
-			case s.rec != nil && s.rec.Nonce == rec.Nonce:
+			case s.rec != nil && s.rec.Nonce == rec.Nonce && s.rec.Token == rec.Token && s.rec.Holder == rec.Holder:
+				// Token and holder too: a record rewritten after the write
+				// landed may keep its nonce, and is not this lock's.
 				l.log.Info("the write landed", slog.Uint64("token", rec.Token))
 				l.wrote(s)
 				return true, nil

@@ -430,3 +430,48 @@ func TestConflictWaitsForTheRacingWrite(t *testing.T) {
 		}
 	})
 }
+
+// rewritingStore lets the first Replace land, rewrites the record as a hand
+// edit would (the token raised, holder and nonce kept), and loses the reply.
+type rewritingStore struct {
+	providers.Store
+	done bool
+}
+
+func (s *rewritingStore) Replace(ctx context.Context, k string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
+	res, err := s.Store.Replace(ctx, k, data, md, v)
+	if err != nil || s.done {
+		return res, err
+	}
+	s.done = true
+	var rec map[string]any
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return res, err
+	}
+	rec["token"] = uint64(1 << 62)
+	b, _ := json.Marshal(rec)
+	if _, err := s.Store.Replace(ctx, k, b, md, res.Version); err != nil {
+		return res, err
+	}
+	return providers.WriteResult{}, providers.Wrap("replace", k, providers.ErrUnknownOutcome, errors.New("connection reset"))
+}
+
+// A write whose reply is lost is recognised by its nonce; a record that
+// carries the nonce with another token was rewritten after the write
+// landed, and is not the lock's: taking it for its own, the lock would
+// write its own lower token over it at the next renewal.
+func TestRewrittenOwnWriteIsNotAdopted(t *testing.T) {
+	ctx := context.Background()
+	store := &rewritingStore{Store: mem.New()}
+	a := newLock(t, store, "a")
+	if err := a.Create(ctx, ler("a", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(ctx, ler("a", 0)); !errors.Is(err, providers.ErrPrecondition) {
+		t.Fatalf("Update over a rewritten record: %v, want ErrPrecondition", err)
+	}
+	a.Update(ctx, ler("a", 0))
+	if rec, _ := stored(t, store); rec.Token != 1<<62 {
+		t.Fatalf("record token %d after the updates, want the rewrite's %d left alone", rec.Token, uint64(1<<62))
+	}
+}
