@@ -32,6 +32,9 @@ type Lease struct {
 	// done is Done's channel; see there.
 	done     chan struct{}
 	doneOnce sync.Once
+	// renewed is Renewed's channel, closed and replaced by each renewal
+	// that moves the validity (guarded by mu).
+	renewed chan struct{}
 
 	mu      sync.Mutex
 	rec     *Record
@@ -80,7 +83,7 @@ func (c *Client) newLease(ctx context.Context, rec *Record, res providers.WriteR
 	l := &Lease{
 		c: c, ctx: lctx, cancel: cancel, rec: rec, version: res.Version,
 		lastSent: sent, lastAttempt: sent,
-		writing: make(chan struct{}, 1), done: make(chan struct{}),
+		writing: make(chan struct{}, 1), done: make(chan struct{}), renewed: make(chan struct{}),
 	}
 	l.setValidUntil(c.validUntil(sent))
 	l.mu.Lock()
@@ -210,6 +213,17 @@ func (l *Lease) Context() context.Context { return l.ctx }
 // It closes once the context and every context derived from it have been
 // cancelled, so that whoever wakes on it finds those ended too.
 func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Renewed returns a channel that is closed by the next renewal that moves
+// the lease's validity on. Whoever enforces a deadline derived from
+// ValidFor (a supervisor that stops a command when the validity ends)
+// takes the channel, reads ValidFor, and waits on the channel and Done:
+// it learns each new end as soon as the renewal lands, not on a poll.
+func (l *Lease) Renewed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.renewed
+}
 
 // cancelWith cancels the lease's context with cause (the first cause wins)
 // and then closes done.
@@ -380,6 +394,8 @@ func (l *Lease) renew(ctx context.Context) error {
 	l.unsure = nil
 	l.setValidUntil(l.c.validUntil(sent))
 	l.lastSent = sent
+	close(l.renewed)
+	l.renewed = make(chan struct{})
 	return nil
 }
 

@@ -11,9 +11,9 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/election"
+	"github.com/objlease/objlease/objlease/job"
 )
 
 const electDetail = `Campaigns for leadership through the lease at URL, like "etcdctl elect".
@@ -328,36 +328,37 @@ func (c *cli) electRun(ctx context.Context, e elector, url string, argv []string
 		mu.Lock()
 		running = sigs
 		mu.Unlock()
-		stopped := supervise.Tend(c.log, t, sigs, lctx.Done(), func() {
-			why := context.Cause(lctx).Error()
-			if errors.Is(context.Cause(lctx), objlease.ErrLeaseLost) {
-				why = reason(l.Err(), url)
-			} else if i, ok := interrupted(ectx); ok {
-				why = i.Error()
-			}
-			c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", why, grace))
-		}, grace)
+		j := &job.Job{Lease: l, Task: t, Grace: grace, Signals: sigs, Stop: lctx.Done(), Logger: c.log,
+			Stopping: func(cause error) {
+				if cause == nil {
+					cause = l.Err() // the lease's end and lctx's come together
+				}
+				why := context.Cause(lctx).Error()
+				if cause != nil {
+					why = reason(cause, url)
+				} else if i, ok := interrupted(ectx); ok {
+					why = i.Error()
+				}
+				c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", why, grace))
+			}}
+		res := j.Run()
 		mu.Lock()
 		running = nil
 		mu.Unlock()
-		status, how, err := t.Ended()
-		switch {
-		case err != nil:
-			finish(startErr("elect", url, argv[0], err))
-		case !stopped:
-			// Exited by itself: no new term, and the lease released now,
-			// so that its outcome decides the exit status.
-			stop(errElectDone)
-			if err := c.release(l); errors.Is(err, objlease.ErrLeaseLost) {
-				finish(fmt.Errorf("elect %s: the lease was lost before the command exited (%s): %w", url, how, err))
-			} else if status != 0 {
-				finish(exitStatus(status))
-			} else {
-				finish(nil)
-			}
-		case errors.Is(context.Cause(lctx), objlease.ErrLeaseLost):
-			c.log.Warn(fmt.Sprintf("command stopped (%s); campaigning again", how))
+		if res.Outcome == job.Lost {
+			// Whatever its status: a command stopped, or seen to end
+			// after the validity, is not a term that ended by itself.
+			c.log.Warn(fmt.Sprintf("command stopped (%s); campaigning again", res.Exit.How))
+			return
 		}
+		if res.Outcome != job.NotStarted {
+			// Ended by itself (or by a signal passed on): no new term,
+			// and the lease released now, so that its outcome decides
+			// the exit status.
+			stop(errElectDone)
+			res.ReleaseErr = c.release(l)
+		}
+		finish(c.jobErr("elect", url, argv[0], res, false))
 	})
 	mu.Lock()
 	defer mu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/job"
 	"github.com/objlease/objlease/objlease/shard"
 )
 
@@ -85,21 +86,19 @@ func (c *cli) shardWork(ctx context.Context, url string, s *shard.Shard, argv []
 		t, err := supervise.Start(cmd, supervise.Options{Grace: grace, Lease: s.Lease, Args: supervisorArgs()})
 		if err == nil {
 			log.Info("shard command started", slog.Int("pid", t.Pid()))
-			select {
-			case <-t.Done():
-				var status int
-				var how string
-				status, how, err = t.Ended()
-				if err == nil && status == 0 {
-					log.Info("shard command exited 0: the shard is done; it is kept, and the command not run again, until the shard moves")
-					<-ctx.Done()
-					return
-				}
-				if err == nil {
-					log.Warn(fmt.Sprintf("shard command failed (%s); running it again in %v", how, backoff))
-				}
-			case <-ctx.Done():
-				c.stopShard(ctx, log, s, t, grace)
+			res := (&job.Job{Lease: s.Lease, Task: t, Grace: grace, Stop: ctx.Done(), Logger: log,
+				Stopping: func(cause error) { c.stoppingShard(ctx, log, s, cause, grace) }}).Run()
+			err = res.Exit.Err
+			switch res.Outcome {
+			case job.Done:
+				log.Info("shard command exited 0: the shard is done; it is kept, and the command not run again, until the shard moves")
+				<-ctx.Done()
+				return
+			case job.Failed:
+				log.Warn(fmt.Sprintf("shard command failed (%s); running it again in %v", res.Exit.How, backoff))
+			case job.Lost, job.Interrupted:
+				log.Info("shard command stopped (" + res.Exit.How + ")")
+				<-ctx.Done()
 				return
 			}
 		}
@@ -122,21 +121,19 @@ func (c *cli) shardWork(ctx context.Context, url string, s *shard.Shard, argv []
 
 // stillHeld reports whether a command may start under l: ctx (l's or
 // narrower) has not ended and l's validity has not run out.
-func stillHeld(ctx context.Context, l supervise.Validity) bool {
+func stillHeld(ctx context.Context, l job.Lease) bool {
 	return ctx.Err() == nil && l.ValidFor() > 0
 }
 
-// stopShard stops t, the command of shard s, whose context ctx has ended:
-// SIGTERM to its process group, SIGKILL after grace; it returns once the
-// command has exited.
-func (c *cli) stopShard(ctx context.Context, log *slog.Logger, s *shard.Shard, t supervise.Task, grace time.Duration) {
-	if err := s.Lease.Err(); err != nil {
-		log.Error(fmt.Sprintf("shard %s lost: %s; sending SIGTERM to its command (SIGKILL after --grace %v)", s.ID, reason(err, ""), grace))
-	} else {
-		log.Info(fmt.Sprintf("handing shard %s over: sending SIGTERM to its command (SIGKILL after --grace %v)", s.ID, grace), slog.Any("why", context.Cause(ctx)))
+// stoppingShard logs why the command of shard s is being stopped: its
+// lease lost (cause), or the shard handed over (ctx ended).
+func (c *cli) stoppingShard(ctx context.Context, log *slog.Logger, s *shard.Shard, cause error, grace time.Duration) {
+	if cause == nil {
+		cause = s.Lease.Err() // the lease's end and ctx's come together
 	}
-	supervise.Stop(c.log, t, nil, grace)
-	if _, how, err := t.Ended(); err == nil {
-		log.Info("shard command stopped (" + how + ")")
+	if cause != nil {
+		log.Error(fmt.Sprintf("shard %s lost: %s; sending SIGTERM to its command (SIGKILL after --grace %v)", s.ID, reason(cause, ""), grace))
+		return
 	}
+	log.Info(fmt.Sprintf("handing shard %s over: sending SIGTERM to its command (SIGKILL after --grace %v)", s.ID, grace), slog.Any("why", context.Cause(ctx)))
 }

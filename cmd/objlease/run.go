@@ -17,6 +17,7 @@ import (
 
 	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/job"
 	"github.com/objlease/objlease/objlease/semaphore"
 	"github.com/objlease/objlease/objlease/tick"
 	"github.com/objlease/objlease/providers"
@@ -284,7 +285,8 @@ func addGrace(fs *flagSet) *time.Duration {
 }
 
 // runHolding runs argv while l is held, and returns its exit status. env
-// is added to the command's environment.
+// is added to the command's environment. A commit and succeeded (a tick's
+// mark) are made only for a command that package job judges done.
 func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace time.Duration, commit string, allowEmpty bool, succeeded func() error, env ...string) error {
 	if commit != "" {
 		env = append(env, "OBJLEASE_COMMIT_URL="+commit)
@@ -294,38 +296,69 @@ func (c *cli) runHolding(url string, l *objlease.Lease, argv []string, grace tim
 		c.release(l)
 		return startErr("run", url, argv[0], err)
 	}
-	// Nothing releases the lease before the command exits.
-	lost := supervise.Tend(c.log, t, c.signals, l.Done(), func() {
-		c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", reason(l.Err(), url), grace))
-	}, grace)
-	status, how, err := t.Ended()
-	if err != nil {
-		c.release(l)
-		return startErr("run", url, argv[0], err)
+	finishes := commit != "" || succeeded != nil
+	j := &job.Job{Lease: l, Task: t, Grace: grace, Signals: c.signals, Logger: c.log,
+		Stopping: c.stopping(url, l, grace),
+		Finish: func() error {
+			if commit != "" {
+				// Fenced by the store, not by still holding the lease: it
+				// is refused if a newer token has committed.
+				if err := c.commitAfterRun(commit, l.Token(), allowEmpty); err != nil {
+					return err
+				}
+			}
+			if succeeded != nil {
+				return succeeded() // before the release, while the token is the newest
+			}
+			return nil
+		},
+		Release: func() error { return c.release(l) },
+	}
+	res := j.Run()
+	return c.jobErr("run", url, argv[0], res, finishes)
+}
+
+// stopping logs why a command under l is being stopped.
+func (c *cli) stopping(url string, l *objlease.Lease, grace time.Duration) func(error) {
+	return func(cause error) {
+		c.log.Error(fmt.Sprintf("%s; sending SIGTERM to the command (SIGKILL after --grace %v)", reason(cause, url), grace))
+	}
+}
+
+// jobErr is what a command's end under its lease makes op exit with:
+// the command's status, 76 if the lease ended under it, or why what it
+// did was not made to count. finishes says whether a done command's work
+// is committed or marked (--commit, --once-per).
+func (c *cli) jobErr(op, url, argv0 string, res job.Result, finishes bool) error {
+	lost := errors.Is(res.ReleaseErr, objlease.ErrLeaseLost)
+	switch res.Outcome {
+	case job.NotStarted:
+		return startErr(op, url, argv0, res.Exit.Err)
+	case job.Lost:
+		what := "command stopped"
+		if !res.Exit.Stopped && errors.Is(res.Cause, job.ErrValidityEnded) {
+			what = "command's exit was seen after the lease's validity ended"
+		}
+		if finishes {
+			what += "; nothing committed or marked for it"
+		}
+		return fmt.Errorf("%s %s: %s (%s): %w", op, url, what, res.Exit.How, objlease.ErrLeaseLost)
+	case job.Interrupted:
+		if res.Exit.Status != 0 || !finishes || res.Signal == nil {
+			break
+		}
+		return fmt.Errorf("%s %s: the command exited 0 after %v, so it is not taken as done: nothing committed or marked for it: %w",
+			op, url, res.Signal, interrupt{res.Signal})
+	case job.Done:
+		if res.FinishErr != nil {
+			return res.FinishErr
+		}
 	}
 	if lost {
-		return fmt.Errorf("run %s: command stopped (%s): %w", url, how, objlease.ErrLeaseLost)
+		return fmt.Errorf("%s %s: the lease was lost before the command exited (%s): %w", op, url, res.Exit.How, res.ReleaseErr)
 	}
-	if commit != "" && status == 0 {
-		// The commit is fenced by the store, not by still holding the
-		// lease; it is refused if a newer token has committed.
-		if err := c.commitAfterRun(commit, l.Token(), allowEmpty); err != nil {
-			c.release(l)
-			return err
-		}
-	}
-	if succeeded != nil && status == 0 {
-		// Before the release, while the token is the newest.
-		if err := succeeded(); err != nil {
-			c.release(l)
-			return err
-		}
-	}
-	if err := c.release(l); errors.Is(err, objlease.ErrLeaseLost) {
-		return fmt.Errorf("run %s: the lease was lost before the command exited (%s): %w", url, how, err)
-	}
-	if status != 0 {
-		return exitStatus(status)
+	if res.Exit.Status != 0 {
+		return exitStatus(res.Exit.Status)
 	}
 	return nil
 }

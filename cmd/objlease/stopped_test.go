@@ -83,7 +83,7 @@ func TestSupervisorRefusesAnExpiredLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-tk.Done()
-	_, _, err = tk.Ended()
+	err = tk.Ended().Err
 	if err == nil || !strings.Contains(err.Error(), "validity ended") {
 		t.Fatalf("ended: %v, want the lease's validity ended", err)
 	}
@@ -94,8 +94,11 @@ func TestSupervisorRefusesAnExpiredLease(t *testing.T) {
 
 type expiredLease struct{}
 
-func (expiredLease) ValidFor() time.Duration { return 0 }
-func (expiredLease) Done() <-chan struct{}   { return nil }
+func (expiredLease) Token() uint64            { return 1 }
+func (expiredLease) ValidFor() time.Duration  { return 0 }
+func (expiredLease) Done() <-chan struct{}    { return nil }
+func (expiredLease) Err() error               { return nil }
+func (expiredLease) Renewed() <-chan struct{} { return nil }
 
 // asObjlease makes a supervisor started from this test process run as the
 // objlease command (TestMain dispatches on the program's name).

@@ -44,11 +44,25 @@ var (
 	// stores opened at different roots over one directory exclude each
 	// other. Off: a lock per store root.
 	PathLock atomic.Bool
+	// JudgeByValidity: a job's task counts as done only if it was not
+	// stopped and its lease was still valid when its exit was seen. Off:
+	// its exit status decides, unless the runner itself had stopped it.
+	JudgeByValidity atomic.Bool
+	// DeadlineOnRenewal: a supervisor learns each new end of the lease's
+	// validity as soon as a renewal lands. Off: the runner polls the
+	// validity every 100 ms to tell it.
+	DeadlineOnRenewal atomic.Bool
+	// StopTaskDirectly: a runner stopping its task after a loss signals
+	// the task's process group (and, at SIGKILL, all it started, and the
+	// supervisor itself) directly. Off: only through the supervisor, which
+	// may be paused.
+	StopTaskDirectly atomic.Bool
 )
 
 func init() {
 	for _, s := range []*atomic.Bool{&DriftMargin, &KeepRecordOnRelease, &NonceCheck, &UniqueNonces,
-		&OwnWriteCheck, &ForceWaits, &UniqueTombstones, &CallbackBeforeRelease, &PathLock} {
+		&OwnWriteCheck, &ForceWaits, &UniqueTombstones, &CallbackBeforeRelease, &PathLock,
+		&JudgeByValidity, &DeadlineOnRenewal, &StopTaskDirectly} {
 		s.Store(true)
 	}
 }

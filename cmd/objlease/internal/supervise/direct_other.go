@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/objlease/objlease/objlease/job"
 )
 
 // Supported reports whether this platform has the supervisor: only Linux
@@ -38,11 +40,12 @@ type direct struct {
 func (d *direct) Pid() int                   { return d.cmd.Process.Pid }
 func (d *direct) Done() <-chan struct{}      { return d.exited }
 func (d *direct) Signal(sig os.Signal) error { return signalGroup(d.cmd, sig) }
+func (d *direct) Terminate() error           { return signalGroup(d.cmd, syscall.SIGTERM) }
 func (d *direct) Kill() error                { return signalGroup(d.cmd, syscall.SIGKILL) }
 
-func (d *direct) Ended() (int, string, error) {
+func (d *direct) Ended() job.Exit {
 	d.giveBack()
-	return exitStatus(d.cmd.ProcessState), d.cmd.ProcessState.String(), nil
+	return job.Exit{Status: exitStatus(d.cmd.ProcessState), How: d.cmd.ProcessState.String()}
 }
 
 // Serve is Linux's only: it returns 1 at once.

@@ -12,12 +12,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/job"
 )
 
 // Supported reports whether this platform has the supervisor: on Linux,
@@ -64,8 +67,15 @@ const killTreeSignal = syscall.SIGUSR1
 // supervised is COMMAND as run started it: the supervisor that runs it.
 type supervised struct {
 	sup    *exec.Cmd
-	status *os.File // read end of the supervisor's report
 	exited <-chan struct{}
+	// pgid is COMMAND's process group (its pid), once the supervisor has
+	// reported it: run signals it directly, since the supervisor may be
+	// stopped when the lease is lost.
+	pgid atomic.Int64
+	// last is the supervisor's last report line, once reported is closed.
+	last     string
+	reported chan struct{}
+	killOnce sync.Once
 }
 
 // start starts cmd under a supervisor, which stops it once o.Lease's
@@ -116,20 +126,39 @@ func start(cmd *exec.Cmd, o Options) (Task, error) {
 		dw.Close()
 		return nil, err
 	}
-	go tellDeadlines(dw, o.Lease, told, exited)
-	return &supervised{sup: sup, status: r, exited: exited}, nil
+	s := &supervised{sup: sup, exited: exited, reported: make(chan struct{})}
+	go s.readReport(r)
+	go func() {
+		defer dw.Close()
+		job.Deadlines(o.Lease, bootNow, told, func(end time.Duration) bool {
+			_, err := fmt.Fprintf(dw, "%d\n", end)
+			return err == nil
+		}, exited)
+	}()
+	return s, nil
 }
 
-// deadlinePoll is how often run reads its lease's validity to tell the
-// supervisor a later end: renewals come every TTL/3 (at least 33 ms
-// apart), so the end told lags the true one by at most this, and is never
-// later than it.
-const deadlinePoll = 100 * time.Millisecond
+// readReport reads the supervisor's report: COMMAND's pid as soon as it
+// has started, then how it ended.
+func (s *supervised) readReport(r *os.File) {
+	defer close(s.reported)
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if pid, ok := strings.CutPrefix(sc.Text(), "pid "); ok {
+			if n, err := strconv.Atoi(pid); err == nil && n > 0 {
+				s.pgid.Store(int64(n))
+			}
+			continue
+		}
+		s.last = sc.Text()
+	}
+}
 
 // tellDeadline writes l's validity end to w if it is later than told (a
 // CLOCK_BOOTTIME reading, read before ValidFor, so that the end told is
 // never later than the true one), and returns the end told.
-func tellDeadline(w *os.File, l Validity, told time.Duration) time.Duration {
+func tellDeadline(w *os.File, l job.Lease, told time.Duration) time.Duration {
 	now := bootNow()
 	end := now + max(l.ValidFor(), 0)
 	if end > told {
@@ -139,24 +168,6 @@ func tellDeadline(w *os.File, l Validity, told time.Duration) time.Duration {
 		told = end
 	}
 	return told
-}
-
-// tellDeadlines tells the supervisor each later end of l's validity until
-// l ends (the last end told stands) or the supervisor exits.
-func tellDeadlines(w *os.File, l Validity, told time.Duration, exited <-chan struct{}) {
-	defer w.Close()
-	tick := time.NewTicker(deadlinePoll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-tick.C:
-			told = tellDeadline(w, l, told)
-		case <-l.Done():
-			return
-		case <-exited:
-			return
-		}
-	}
 }
 
 // bootNow reads CLOCK_BOOTTIME.
@@ -171,29 +182,80 @@ func bootNow() time.Duration {
 func (s *supervised) Pid() int                   { return s.sup.Process.Pid }
 func (s *supervised) Done() <-chan struct{}      { return s.exited }
 func (s *supervised) Signal(sig os.Signal) error { return s.sup.Process.Signal(sig) }
-func (s *supervised) Kill() error                { return s.sup.Process.Signal(killTreeSignal) }
+
+// Terminate sends SIGTERM to COMMAND's process group itself, so that it
+// arrives even if the supervisor is stopped; before the supervisor has
+// reported the group, through the supervisor.
+func (s *supervised) Terminate() error {
+	if pgid := s.pgid.Load(); pgid > 0 && stopTaskDirectly() {
+		return groupErr(syscall.Kill(-int(pgid), syscall.SIGTERM))
+	}
+	return s.sup.Process.Signal(syscall.SIGTERM)
+}
+
+// supervisorKillWait is how long a supervisor told to kill its tree has to
+// exit before run kills it too: one that does not is stopped or hung.
+const supervisorKillWait = time.Second
+
+// Kill sends SIGKILL to COMMAND's process group and to everything below
+// the supervisor itself, and tells the supervisor to do the same; a
+// supervisor that has not exited a second later is killed (a stopped one
+// would keep run waiting for as long as it stays stopped).
+func (s *supervised) Kill() error {
+	if !stopTaskDirectly() {
+		return s.sup.Process.Signal(killTreeSignal)
+	}
+	if pgid := s.pgid.Load(); pgid > 0 {
+		_ = syscall.Kill(-int(pgid), syscall.SIGKILL)
+	}
+	for _, pid := range descendants(s.Pid()) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	err := s.sup.Process.Signal(killTreeSignal)
+	s.killOnce.Do(func() {
+		go func() {
+			t := time.NewTimer(supervisorKillWait)
+			defer t.Stop()
+			select {
+			case <-s.exited:
+			case <-t.C:
+				_ = s.sup.Process.Kill()
+			}
+		}()
+	})
+	return err
+}
+
+// groupErr is a process group's signal error, os.ErrProcessDone if the
+// group is gone.
+func groupErr(err error) error {
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
 
 // Ended reads the supervisor's report once it has exited.
-func (s *supervised) Ended() (int, string, error) {
-	defer s.status.Close()
-	line, _ := bufio.NewReader(s.status).ReadString('\n')
-	word, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+func (s *supervised) Ended() job.Exit {
+	<-s.reported
+	word, rest, _ := strings.Cut(s.last, " ")
 	switch word {
 	case "status":
+		rest, stopped := strings.CutSuffix(rest, " stopped")
 		if n, err := strconv.ParseUint(rest, 10, 32); err == nil {
 			ws := syscall.WaitStatus(n)
-			return waitStatusCode(ws), describeWait(ws), nil
+			return job.Exit{Status: waitStatusCode(ws), How: describeWait(ws), Stopped: stopped}
 		}
 	case "notfound":
-		return 0, "", fmt.Errorf("%w (%s)", ErrNotFound, rest)
+		return job.Exit{Err: fmt.Errorf("%w (%s)", ErrNotFound, rest)}
 	case "cannotstart":
-		return 0, "", fmt.Errorf("%w (%s)", ErrCannotStart, rest)
+		return job.Exit{Err: fmt.Errorf("%w (%s)", ErrCannotStart, rest)}
 	case "expired":
-		return 0, "", fmt.Errorf("%w: %s", objlease.ErrLeaseLost, rest)
+		return job.Exit{Err: fmt.Errorf("%w: %s", objlease.ErrLeaseLost, rest)}
 	}
 	// The supervisor died before it could report (it was killed).
 	ps := s.sup.ProcessState
-	return exitStatus(ps), "supervisor " + ps.String(), nil
+	return job.Exit{Status: exitStatus(ps), How: "supervisor " + ps.String(), Stopped: true}
 }
 
 // waitStatusCode is the shell's view of a wait status.
@@ -266,6 +328,7 @@ func Serve(log *slog.Logger, signals <-chan os.Signal, report, deadlines *os.Fil
 		return 1
 	}
 	pgid := cmd.Process.Pid
+	fmt.Fprintf(report, "pid %d\n", pgid)
 
 	type reaped struct {
 		pid int
@@ -332,7 +395,13 @@ func Serve(log *slog.Logger, signals <-chan os.Signal, report, deadlines *os.Fil
 			}
 			if r.pid == pgid {
 				giveBack()
-				fmt.Fprintf(report, "status %d\n", uint32(r.ws))
+				// Stopped: this supervisor had begun to stop the tree, at
+				// the validity's end or on run's order to kill it.
+				stopped := ""
+				if level != 0 {
+					stopped = " stopped"
+				}
+				fmt.Fprintf(report, "status %d%s\n", uint32(r.ws), stopped)
 				report.Close()
 				if level == 0 {
 					level = syscall.SIGTERM
