@@ -38,7 +38,7 @@ func TestDeadlineLagsWithoutDeadlineOnRenewal(t *testing.T) {
 		defer close(stop)
 		go Deadlines(l, now, 0, func(end time.Duration) bool { told <- end; return true }, stop)
 		time.Sleep(40 * time.Millisecond)
-		l.renew(100 * time.Millisecond) // the true end is now 140 ms
+		l.renew(100 * time.Millisecond)   // the true end is now 140 ms
 		time.Sleep(55 * time.Millisecond) // 95 ms: the poll at 100 ms has not come
 		synctest.Wait()
 		var last time.Duration
