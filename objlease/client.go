@@ -319,6 +319,11 @@ func (c *Client) readForWrite(ctx context.Context) (*observation, error) {
 // Force), or nothing (o nil or absent: create). Unknown outcomes are
 // resolved by re-reading.
 func (c *Client) write(ctx context.Context, o *observation) (*Lease, error) {
+	done, err := c.sess.startAcquire(c.key)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	ifVersion := ""
 	if o != nil {
 		ifVersion = o.version // "" if absent: create

@@ -72,7 +72,8 @@ type Lease struct {
 
 // newLease returns the lease just written as rec, renewed by the client's
 // session from now on. If the session was closed meanwhile it releases the
-// record again and returns ErrSessionClosed.
+// record again and returns ErrSessionClosed; the session's Close waits for
+// that (see Session.startAcquire).
 func (c *Client) newLease(ctx context.Context, rec *Record, res providers.WriteResult, sent time.Time) (*Lease, error) {
 	if err := c.sess.err(c.key); err != nil {
 		c.unwrite(ctx, rec, res.Version)

@@ -48,6 +48,11 @@ type Session struct {
 	leases  map[*Lease]struct{}
 	waiters map[*waiter]struct{}
 	closed  bool
+	// acquiring counts the acquiring writes of the session's clients in
+	// flight (see startAcquire); acquired, made by Close while some are,
+	// is closed when the last of them has ended.
+	acquiring int
+	acquired  chan struct{}
 }
 
 // NewSession returns a session on store. It sends no request.
@@ -107,8 +112,13 @@ func (s *Session) client(key string, opts Options) (*Client, error) {
 // refuse every request with ErrSessionClosed. A lease whose release fails,
 // or that ctx leaves no time to release, is still ended here (its context
 // ends with ErrLeaseLost and ErrSessionClosed) and expires on its own
-// after its TTL; Close returns those errors, joined. Closing a closed
-// session does nothing and returns nil. Close does not close the store.
+// after its TTL; Close returns those errors, joined. An acquisition whose
+// write is in flight when the session closes is refused with
+// ErrSessionClosed once the write lands, and Close waits until its record
+// has been given back, so that no record of the session's is held once
+// Close returns; if ctx ends first, Close returns its cause, and such a
+// record expires on its own. Closing a closed session does nothing and
+// returns nil. Close does not close the store.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -116,6 +126,11 @@ func (s *Session) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	var acquired chan struct{}
+	if s.acquiring > 0 {
+		s.acquired = make(chan struct{})
+		acquired = s.acquired
+	}
 	leases := make([]*Lease, 0, len(s.leases))
 	for l := range s.leases {
 		leases = append(leases, l)
@@ -138,8 +153,41 @@ func (s *Session) Close(ctx context.Context) error {
 		// so that nothing of the session is left running.
 		l.end(fmt.Errorf("%w: lease %q: %w before it could be released", ErrLeaseLost, l.c.key, ErrSessionClosed))
 	}
+	if acquired != nil {
+		// A write sent before the session closed may land after the
+		// leases above were counted: its lease is refused, and its record
+		// given back, by the acquiring call. Returning before that would
+		// leave a record held by a closed session.
+		select {
+		case <-acquired:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("%w: acquisitions still in flight; a record they wrote expires on its own: %w", ErrSessionClosed, context.Cause(ctx)))
+		}
+	}
 	s.log.Debug("session closed", slog.Int("leases", len(leases)), slog.Int("waiters", len(waiters)))
 	return errors.Join(errs...)
+}
+
+// startAcquire counts an acquiring write of key's client about to be
+// sent, or refuses it once the session is closed. The caller calls done
+// once the write has failed, or its lease is registered or its record
+// given back (see Client.newLease): Close waits for that.
+func (s *Session) startAcquire(key string) (done func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errSessionClosed(key)
+	}
+	s.acquiring++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.acquiring--
+		if s.acquiring == 0 && s.acquired != nil {
+			close(s.acquired)
+			s.acquired = nil
+		}
+	}, nil
 }
 
 // err returns ErrSessionClosed, naming key, once the session is closed.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/clock"
+	"github.com/objlease/objlease/providers"
 	"github.com/objlease/objlease/providers/mem"
 )
 
@@ -232,4 +235,130 @@ func bubbleGoroutines() int {
 		}
 	}
 	return count
+}
+
+// Close racing first acquisitions leaves none of the session's records
+// held once it returns: an acquisition whose write landed before Close
+// and whose reply came after it is refused, and its record given back,
+// before Close returns, not after. Each round starts acquisitions of many
+// keys at once on a store whose writes take a while to land and a while
+// more to answer, and closes the session in the middle of them; the
+// latencies are drawn per round and key, and time is the bubble's, so
+// every round plays out the same way each run.
+func TestSessionCloseRacingAcquisitionsLeavesNothingHeld(t *testing.T) {
+	const rounds, keys = 100, 20
+	for round := range rounds {
+		synctest.Test(t, func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(uint64(round), 1))
+			store := &slowCreates{Store: mem.New(), round: uint64(round)}
+			sess := newSession(t, store, clock.NewFake(epoch))
+			type result struct {
+				l   *objlease.Lease
+				err error
+			}
+			results := make(chan result, keys)
+			for i := range keys {
+				c, err := sess.Client(fmt.Sprintf("leases/%02d", i), objlease.Options{
+					TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: fmt.Sprintf("h%d", i),
+					Rand: rand.New(rand.NewPCG(uint64(i), 7)),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				go func() {
+					l, err := c.TryAcquire(context.Background())
+					results <- result{l, err}
+				}()
+			}
+			// Writes land within 10 ms and answer within 10 ms more: close
+			// at an odd microsecond, so that nothing lands at that instant.
+			time.Sleep(time.Duration(rnd.IntN(20_000))*time.Microsecond + 500*time.Nanosecond)
+			if err := sess.Close(context.Background()); err != nil {
+				t.Fatalf("round %d: Close: %v", round, err)
+			}
+			for i := range keys {
+				key := fmt.Sprintf("leases/%02d", i)
+				obj, err := store.Get(context.Background(), key, objlease.MaxRecordSize)
+				if errors.Is(err, providers.ErrNotFound) {
+					continue // its write had not landed
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec, err := objlease.DecodeRecord(key, obj.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.State == objlease.StateHeld {
+					t.Errorf("round %d: %q is held by %s (token %d) after Close returned", round, key, rec.Holder, rec.Token)
+				}
+			}
+			for range keys {
+				r := <-results
+				switch {
+				case r.err == nil && !errors.Is(r.l.Err(), objlease.ErrReleased):
+					t.Errorf("round %d: lease %q acquired before Close: Err() = %v after Close, want ErrReleased", round, r.l.Key(), r.l.Err())
+				case r.err != nil && !errors.Is(r.err, objlease.ErrSessionClosed):
+					t.Errorf("round %d: acquisition: %v, want a lease or ErrSessionClosed", round, r.err)
+				}
+			}
+		})
+	}
+}
+
+// slowCreates is a store whose creates land after a delay and answer
+// after another, each drawn from the round and the key, on the timers of
+// a synctest bubble.
+type slowCreates struct {
+	providers.Store
+	round uint64
+}
+
+func (s *slowCreates) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
+	rnd := rand.New(rand.NewPCG(s.round, uint64(crc32.ChecksumIEEE([]byte(key)))))
+	time.Sleep(time.Duration(rnd.IntN(10_000)) * time.Microsecond)
+	res, err := s.Store.Create(ctx, key, data, md)
+	time.Sleep(time.Duration(rnd.IntN(10_000)) * time.Microsecond)
+	return res, err
+}
+
+// Close waits for an acquisition in flight only as long as its context
+// allows: with a store that never answers the acquiring write, Close
+// returns its context's cause, and the record expires on its own.
+func TestSessionCloseWaitsForAcquisitionsWithinContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sess := newSession(t, unansweredCreates{mem.New()}, clock.NewFake(epoch))
+		c, err := sess.Client("leases/a", objlease.Options{TTL: 10 * time.Second, Holder: "h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		actx, stopAcquiring := context.WithCancel(context.Background())
+		acquired := make(chan error, 1)
+		go func() {
+			_, err := c.TryAcquire(actx)
+			acquired <- err
+		}()
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := sess.Close(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, objlease.ErrSessionClosed) {
+			t.Errorf("Close: %v, want ErrSessionClosed and context.DeadlineExceeded", err)
+		}
+		stopAcquiring()
+		if err := <-acquired; err == nil {
+			t.Error("TryAcquire succeeded on a closed session")
+		}
+	})
+}
+
+// unansweredCreates is a store whose creates land and are never answered
+// until their context ends.
+type unansweredCreates struct{ providers.Store }
+
+func (s unansweredCreates) Create(ctx context.Context, key string, data []byte, md map[string]string) (providers.WriteResult, error) {
+	if _, err := s.Store.Create(ctx, key, data, md); err != nil {
+		return providers.WriteResult{}, err
+	}
+	<-ctx.Done()
+	return providers.WriteResult{}, context.Cause(ctx)
 }

@@ -114,15 +114,40 @@ func (c *cli) input(ctx context.Context) (body *io.SectionReader, done func(), e
 			os.Remove(tmp.Name())
 		}
 	}
-	n, err := io.Copy(tmp, c.stdin)
+	n, err := copyUntil(ctx, tmp, c.stdin)
 	if err == nil {
-		err = context.Cause(ctx) // a signal while reading: write nothing
+		err = context.Cause(ctx) // a signal as the input ended: write nothing
 	}
 	if err != nil {
 		done()
 		return nil, nil, fmt.Errorf("reading standard input into %s: %w", os.TempDir(), err)
 	}
 	return io.NewSectionReader(tmp, 0, n), done, nil
+}
+
+// copyUntil copies src to dst until src ends or ctx does, whichever is
+// first; ended by ctx, it returns ctx's cause. A read of a pipe or a
+// terminal blocks in the kernel, out of reach of any context: a signal
+// would wait for the producer's next bytes, or for ever. The copy goes
+// on in a goroutine, left behind when ctx ends: its next read or its
+// write into dst, which the caller closes, ends it, and the process is
+// about to exit anyway.
+func copyUntil(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
+	type result struct {
+		n   int64
+		err error
+	}
+	copied := make(chan result, 1)
+	go func() {
+		n, err := io.Copy(dst, src)
+		copied <- result{n, err}
+	}()
+	select {
+	case r := <-copied:
+		return r.n, r.err
+	case <-ctx.Done():
+		return 0, context.Cause(ctx)
+	}
 }
 
 // emptyInput is the refusal of an empty standard input.
