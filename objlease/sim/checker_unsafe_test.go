@@ -41,6 +41,12 @@ func safeguardSwitch(name string) *atomic.Bool {
 		return &safeguards.CallbackBeforeRelease
 	case "PathLock":
 		return &safeguards.PathLock
+	case "JudgeByValidity":
+		return &safeguards.JudgeByValidity
+	case "DeadlineOnRenewal":
+		return &safeguards.DeadlineOnRenewal
+	case "StopTaskDirectly":
+		return &safeguards.StopTaskDirectly
 	}
 	return nil
 }
@@ -50,6 +56,10 @@ const switchesHint = ""
 
 // pathLockOff reports whether the file store's PathLock safeguard is off.
 func pathLockOff() bool { return !safeguards.PathLock.Load() }
+
+// stopTaskDirectly reports whether a runner stops its command directly
+// rather than through its supervisor (cmd/objlease/internal/supervise).
+func stopTaskDirectly() bool { return safeguards.StopTaskDirectly.Load() }
 
 // checkerRow is a row of TestCheckerFindsViolations: a safeguard off, the
 // violations that show it, and the shape of run that needs it.
@@ -186,8 +196,9 @@ func TestEverySwitchHasARow(t *testing.T) {
 		if safeguardSwitch(name) == nil {
 			t.Errorf("switch %s: -sim.off cannot turn it off (safeguardSwitch)", name)
 		}
-		if !slices.ContainsFunc(checkerRows, func(r checkerRow) bool { return r.off == name }) {
-			t.Errorf("switch %s: no row of TestCheckerFindsViolations turns it off", name)
+		if !slices.ContainsFunc(checkerRows, func(r checkerRow) bool { return r.off == name }) &&
+			!slices.ContainsFunc(jobCheckerRows, func(r jobCheckerRow) bool { return r.off == name }) {
+			t.Errorf("switch %s: no row of TestCheckerFindsViolations or TestJobCheckerFindsViolations turns it off", name)
 		}
 	}
 }

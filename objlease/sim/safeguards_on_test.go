@@ -16,3 +16,7 @@ const switchesHint = " (the switches of internal/safeguards need -tags objlease_
 
 // pathLockOff reports whether the file store's PathLock safeguard is off.
 func pathLockOff() bool { return false }
+
+// stopTaskDirectly reports whether a runner stops its command directly
+// rather than through its supervisor (cmd/objlease/internal/supervise).
+func stopTaskDirectly() bool { return true }
