@@ -59,8 +59,9 @@ type probe struct {
 	// ready, when set, says whether the command is ready and if not why,
 	// called with mu held; nil: ready while lease is held.
 	ready func(p *probe) (bool, string)
-	// shards lists the shards this member owns (group join).
-	shards func() []string
+	// shards lists the shards this member owns (group join), and ending
+	// those whose lease ended while their command has not exited yet.
+	shards, ending func() []string
 	// polled: watch's last read of the store succeeded.
 	polled bool
 	// storeErr is the last store request's error, nil if it succeeded.
@@ -78,22 +79,26 @@ type state struct {
 	Held       bool       `json:"held"`   // this process holds the lease
 	Holder     string     `json:"holder"` // who holds it, as last seen ("" none known)
 	Token      uint64     `json:"token"`
-	Expires    *time.Time `json:"expires"` // when this process's hold ends unless renewed; null if not held
-	Shards     []string   `json:"shards"`  // group join: the shards this member owns
+	Expires    *time.Time `json:"expires"`  // when this process's hold ends unless renewed; null if not held
+	Shards     []string   `json:"shards"`   // group join: the shards this member owns (their leases valid now)
+	Stopping   []string   `json:"stopping"` // group join: shards whose lease ended, their command not exited yet
 	StoreError string     `json:"store_error"`
 }
 
 func (p *probe) snapshot() state {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := state{Command: p.command, URL: p.url, Holder: p.holder, Token: p.token, Shards: []string{}}
+	s := state{Command: p.command, URL: p.url, Holder: p.holder, Token: p.token, Shards: []string{}, Stopping: []string{}}
 	if l := p.lease; l != nil && l.Err() == nil {
 		s.Held, s.Holder, s.Token = true, l.Record().Holder, l.Token()
 		t := time.Now().Add(l.ValidFor()).UTC()
 		s.Expires = &t
 	}
 	if p.shards != nil {
-		s.Shards = p.shards()
+		s.Shards = append(s.Shards, p.shards()...)
+	}
+	if p.ending != nil {
+		s.Stopping = append(s.Stopping, p.ending()...)
 	}
 	if p.storeErr != nil {
 		s.StoreError = describe(p.storeErr)

@@ -138,7 +138,7 @@ func (s *served) state(t *testing.T) map[string]any {
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatalf("/state is not JSON: %v: %s", err, body)
 	}
-	for _, k := range []string{"command", "url", "healthy", "ready", "reason", "held", "holder", "token", "expires", "shards", "store_error"} {
+	for _, k := range []string{"command", "url", "healthy", "ready", "reason", "held", "holder", "token", "expires", "shards", "stopping", "store_error"} {
 		if _, ok := st[k]; !ok {
 			t.Fatalf("/state has no %q: %s", k, body)
 		}

@@ -1,0 +1,78 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// shards returns /state's shards.
+func (s *served) shards(t *testing.T) []string {
+	t.Helper()
+	var ids []string
+	for _, v := range s.state(t)["shards"].([]any) {
+		ids = append(ids, v.(string))
+	}
+	return ids
+}
+
+// A member whose shard lease was lost does not report the shard as its own
+// while the shard's command, which ignores SIGTERM, runs out its --grace:
+// /readyz and /state used to list it all that time, beside the member that
+// had taken it over.
+func TestHTTPGroupJoinLostShardNotOwned(t *testing.T) {
+	dir := t.TempDir()
+	url := "file://" + dir + "/g/"
+	if out, err := exec.Command(objleaseBin(t), "group", "define", url, "s1").CombinedOutput(); err != nil {
+		t.Fatalf("define: %v: %s", err, out)
+	}
+	pidFile := filepath.Join(dir, "pid")
+	// b, second by name, owns s1 alone; its command ignores SIGTERM.
+	b := serve(t, "group", "join", "--http", "127.0.0.1:0", "--member", "b", "--ttl", "2s", "--grace", "60s", url, "--",
+		"sh", "-c", `trap "" TERM; echo $$ >`+pidFile+`; while :; do sleep 0.05; done`)
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(-pid, syscall.SIGKILL)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	until(t, "b owns s1", func() bool { return slices.Equal(b.shards(t), []string{"s1"}) })
+	until(t, "s1's command runs", func() bool { _, err := os.Stat(pidFile); return err == nil })
+
+	// The shard's lease is broken: b's next renewal is refused, and its
+	// command gets SIGTERM, which it ignores for the 60 s of --grace.
+	if out, err := exec.Command(objleaseBin(t), "break", "--force", url+"shards/s1").CombinedOutput(); err != nil {
+		t.Fatalf("break: %v: %s", err, out)
+	}
+	until(t, "b stops s1's command", func() bool { return strings.Contains(b.errText(), "shard s1 lost") })
+	if sh := b.shards(t); len(sh) != 0 {
+		t.Fatalf("b lists %v as its own after the shard's lease was lost:\n%s", sh, b.errText())
+	}
+	// a joins, first by name: its share is the one shard, which is free.
+	a := serve(t, "group", "join", "--http", "127.0.0.1:0", "--member", "a", "--ttl", "2s", url, "--", "sleep", "3600")
+	until(t, "a owns s1", func() bool { return slices.Equal(a.shards(t), []string{"s1"}) })
+	want(t, a, "/readyz", 200, `ok shards=["s1"]`)
+	if _, body, _ := b.get(t, "/readyz"); strings.Contains(body, "s1") {
+		t.Fatalf("b's /readyz %q while a owns s1", body)
+	}
+	st := b.state(t)
+	if sh := b.shards(t); len(sh) != 0 {
+		t.Fatalf("b's /state lists %v while a owns s1: %v", sh, st)
+	}
+	if j, _ := json.Marshal(st["stopping"]); string(j) != `["s1"]` {
+		t.Fatalf("b's /state stopping %s, want [\"s1\"] (its command has not exited): %v", j, st)
+	}
+	if code := a.stop(t); code != 143 {
+		t.Fatalf("a exited %d: %s", code, a.errText())
+	}
+}
