@@ -89,10 +89,15 @@ func (p *probe) snapshot() state {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := state{Command: p.command, URL: p.url, Holder: p.holder, Token: p.token, Shards: []string{}, Stopping: []string{}}
-	if l := p.lease; l != nil && l.Err() == nil {
-		s.Held, s.Holder, s.Token = true, l.Record().Holder, l.Token()
-		t := time.Now().Add(l.ValidFor()).UTC()
-		s.Expires = &t
+	// Held is the lease's validity now, not whether its end has been
+	// noticed: a process resumed after a pause past its validity answers
+	// before the lease's watcher wakes (ValidFor ends the lease then).
+	if l := p.lease; l != nil {
+		if left := l.ValidFor(); left > 0 {
+			s.Held, s.Holder, s.Token = true, l.Record().Holder, l.Token()
+			t := time.Now().Add(left).UTC()
+			s.Expires = &t
+		}
 	}
 	if p.shards != nil {
 		s.Shards = append(s.Shards, p.shards()...)

@@ -4,6 +4,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // shards returns /state's shards.
@@ -74,5 +78,71 @@ func TestHTTPGroupJoinLostShardNotOwned(t *testing.T) {
 	}
 	if code := a.stop(t); code != 143 {
 		t.Fatalf("a exited %d: %s", code, a.errText())
+	}
+}
+
+// Holds stopped (SIGSTOP) past their lease's validity say, in every answer
+// after they resume, that they no longer hold the lease: about one in six
+// of the first answers used to say held, made before the lease's end was
+// noticed. The requests are sent while the holds are stopped, so that they
+// are among the first things each does when it resumes; four holds at once
+// give the race four chances.
+func TestHTTPHoldStoppedPastValidity(t *testing.T) {
+	dir := t.TempDir()
+	var holds []*served
+	for i := range 4 {
+		h := serve(t, "hold", "--http", "127.0.0.1:0", "--ttl", "1s", "--holder", "alice", "file://"+dir+"/k"+strconv.Itoa(i))
+		if tok := h.line(t); tok != "1" {
+			t.Fatalf("token %q", tok)
+		}
+		want(t, h, "/readyz", 200, "ok")
+		holds = append(holds, h)
+	}
+	for _, h := range holds {
+		if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		defer h.cmd.Process.Signal(syscall.SIGCONT)
+	}
+	time.Sleep(2 * time.Second) // past the validity (1 s × 0.99 − 100 ms)
+	type answer struct {
+		path string
+		code int
+		body string
+	}
+	const each = 16
+	answers := make(chan answer, each*len(holds))
+	for _, h := range holds {
+		for i := range each {
+			path := []string{"/readyz", "/state"}[i%2]
+			go func() {
+				resp, err := http.Get(h.base + path)
+				if err != nil {
+					answers <- answer{path, 0, err.Error()} // the server closed as hold exits
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				answers <- answer{path, resp.StatusCode, string(b)}
+			}()
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the requests are queued
+	for _, h := range holds {
+		if err := h.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range cap(answers) {
+		a := <-answers
+		if a.code == 200 && (a.path == "/readyz" || strings.Contains(a.body, `"held":true`)) {
+			t.Errorf("GET %s after resuming past the validity: %d %s", a.path, a.code, a.body)
+		}
+	}
+	for _, h := range holds {
+		var ee *exec.ExitError
+		if err := <-h.done; !errors.As(err, &ee) || ee.ExitCode() != exitLost {
+			t.Fatalf("hold: %v, want exit %d: %s", err, exitLost, h.errText())
+		}
 	}
 }
