@@ -143,7 +143,7 @@ func (s *served) state(t *testing.T) map[string]any {
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatalf("/state is not JSON: %v: %s", err, body)
 	}
-	for _, k := range []string{"command", "url", "healthy", "ready", "reason", "held", "holder", "token", "expires", "shards", "stopping", "store_error"} {
+	for _, k := range []string{"command", "url", "healthy", "ready", "reason", "held", "holder", "token", "expires", "renewed", "renewal_overdue", "shards", "stopping", "store_error"} {
 		if _, ok := st[k]; !ok {
 			t.Fatalf("/state has no %q: %s", k, body)
 		}
@@ -392,6 +392,26 @@ func TestHealthzFailsOnlyOnPermanentStoreErrors(t *testing.T) {
 	p.set(func(p *probe) { p.polled = true })
 	if code, _ := get("/readyz"); code != 200 {
 		t.Errorf("/readyz %d after a read", code)
+	}
+	// A request in flight for a second is shown; one this process cut
+	// short says nothing of the store, unless it had gone unanswered for
+	// that long.
+	slow := p.begin("replace", "k")
+	slow.start = slow.start.Add(-2 * time.Second)
+	if st := p.snapshot(); !strings.HasPrefix(st.StoreError, `replace "k": no answer from the store for 2s`) || !st.Healthy {
+		t.Errorf("a request unanswered for 2 s: %+v", st)
+	}
+	p.end(p.begin("get", "k"), context.Canceled)
+	if st := p.snapshot(); !strings.Contains(st.StoreError, "no answer") {
+		t.Errorf("a request cut short cleared the slow one: %+v", st)
+	}
+	p.end(slow, fmt.Errorf("replace k: %w", context.Canceled))
+	if st := p.snapshot(); !strings.HasPrefix(st.StoreError, `replace "k": no answer from the store in 2s; the request was given up`) || !st.Healthy {
+		t.Errorf("a request given up after 2 s: %+v", st)
+	}
+	p.end(p.begin("get", "k"), nil)
+	if st := p.snapshot(); st.StoreError != "" {
+		t.Errorf("an answer did not clear the store error: %+v", st)
 	}
 	p.set(func(p *probe) { p.stopping = true })
 	if code, body := get("/healthz"); code != 503 || body != "shutting down\n" {

@@ -146,3 +146,52 @@ func TestHTTPHoldStoppedPastValidity(t *testing.T) {
 		}
 	}
 }
+
+// A leader whose store stops answering shows its renewal in trouble in
+// /state while it still leads (the request unanswered, the renewal
+// overdue), and is not ready once its validity has ended. /state used to
+// show no store error at all: the hung renewal reported nothing until its
+// context ended, and then a request cut short, which counted as no failure.
+func TestHTTPElectStalledStore(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "stall")
+	t.Setenv(stallEnv, marker)
+	e := serve(t, "elect", "--http", "127.0.0.1:0", "--holder", "a", "--ttl", "6s", "stall://"+filepath.Join(dir, "e"))
+	if ev := e.line(t); !strings.HasPrefix(ev, "elected") {
+		t.Fatalf("elect printed %q", ev)
+	}
+	want(t, e, "/readyz", 200, "ok")
+	if st := e.state(t); st["renewal_overdue"] != false || st["renewed"] == nil || st["store_error"] != "" {
+		t.Fatalf("/state of a leader renewing on time: %v", st)
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The next renewal hangs; poll until the validity ends.
+	var troubled map[string]any
+	until(t, "the leader's validity ends", func() bool {
+		st := e.state(t)
+		if st["held"] != true {
+			return true
+		}
+		if troubled == nil && st["renewal_overdue"] == true && strings.Contains(st["store_error"].(string), "no answer") {
+			troubled = st
+			want(t, e, "/readyz", 200, "ok") // it still leads: nobody else can
+		}
+		return false
+	})
+	if troubled == nil {
+		t.Fatalf("/state never showed the renewal in trouble while the lease was held; now: %v\n%s", e.state(t), e.errText())
+	}
+	t.Logf("in trouble: %v", troubled)
+	want(t, e, "/readyz", 503, "the lease is no longer held: lease lost")
+	st := e.state(t)
+	if st["held"] != false || st["ready"] != false || st["renewed"] != nil || !strings.Contains(st["store_error"].(string), "no answer") {
+		t.Fatalf("/state after the validity ended: %v", st)
+	}
+	t.Logf("after: %v", st)
+	os.Remove(marker)
+	if code := e.stop(t); code != 143 {
+		t.Fatalf("elect exited %d: %s", code, e.errText())
+	}
+}
