@@ -194,4 +194,16 @@ func TestHTTPElectStalledStore(t *testing.T) {
 	if code := e.stop(t); code != 143 {
 		t.Fatalf("elect exited %d: %s", code, e.errText())
 	}
+	// Once the loss is told, nothing more is said about renewing the lease
+	// lost: its hung renewal, cut short, used to warn after it.
+	_, after, ok := strings.Cut(e.errText(), "lease lost")
+	if !ok {
+		t.Fatalf("no line tells the loss:\n%s", e.errText())
+	}
+	_, after, _ = strings.Cut(after, "\n")
+	for _, l := range strings.Split(after, "\n") {
+		if strings.Contains(l, "renewal") || strings.Contains(l, "outcome unknown") {
+			t.Errorf("a line about the lost lease's renewal after its loss: %q\n%s", l, e.errText())
+		}
+	}
 }
