@@ -365,13 +365,20 @@ func (c *Client) write(ctx context.Context, o *observation) (*Lease, error) {
 // before the retry: the retry is then refused, and that refusal too is
 // resolved by re-reading for the nonce.
 func (c *Client) put(ctx context.Context, rec *Record, ifVersion string) (providers.WriteResult, error) {
-	res, _, err := c.putTracked(ctx, rec, ifVersion)
+	res, _, err := c.putTracked(ctx, rec, ifVersion, c.say)
 	return res, err
 }
 
+// say logs a line of the client's own writes with its logger.
+func (c *Client) say(level slog.Level, msg string, attrs ...any) {
+	c.log.Log(context.Background(), level, msg, attrs...)
+}
+
 // putTracked is put; uncertain reports that an attempt's outcome was
-// unknown, so that it may have landed even if put reports a refusal.
-func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string) (_ providers.WriteResult, uncertain bool, _ error) {
+// unknown, so that it may have landed even if put reports a refusal. say
+// logs its lines (a write re-read after an unknown outcome or a racing
+// write).
+func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string, say func(level slog.Level, msg string, attrs ...any)) (_ providers.WriteResult, uncertain bool, _ error) {
 	body, err := encodeRecord(rec)
 	if err != nil {
 		return providers.WriteResult{}, false, err
@@ -398,9 +405,9 @@ func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string) 
 		uncertain = uncertain || errors.Is(err, providers.ErrUnknownOutcome)
 		if errors.Is(err, providers.ErrConflict) {
 			// Nothing was written: a racing write to the record held it.
-			c.log.Info("write refused by a racing write; re-reading", slog.Any("err", err))
+			say(slog.LevelInfo, "write refused by a racing write; re-reading", slog.Any("err", err))
 		} else {
-			c.log.Warn("write outcome unknown; re-reading", slog.Any("err", err))
+			say(slog.LevelWarn, "write outcome unknown; re-reading", slog.Any("err", err))
 		}
 		if !nonceCheck() {
 			return providers.WriteResult{}, uncertain, nil // assume it landed

@@ -354,7 +354,7 @@ func (l *Lease) renew(ctx context.Context) error {
 	l.mu.Lock()
 	l.lastAttempt = sent
 	l.mu.Unlock()
-	res, err := l.c.put(ctx, &next, version)
+	res, _, err := l.c.putTracked(ctx, &next, version, l.notice)
 	var seen *Record
 	if errors.Is(err, providers.ErrPrecondition) {
 		// An earlier renewal whose call gave up may have landed since,
@@ -366,7 +366,7 @@ func (l *Lease) renew(ctx context.Context) error {
 		if v, seen, ok = l.lateOwnWrite(ctx, next.Token); ok {
 			seen = nil // this lease's own: what replaced it is unknown
 			sent = l.c.opts.Clock.Now()
-			res, err = l.c.put(ctx, &next, v)
+			res, _, err = l.c.putTracked(ctx, &next, v, l.notice)
 		}
 	}
 	l.c.recordRenew(l.c.opts.Clock.Now().Sub(sent), err)
@@ -463,7 +463,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	var err error
 	var uncertain bool
 	if keepRecordOnRelease() {
-		_, uncertain, err = l.c.putTracked(ctx, &next, version)
+		_, uncertain, err = l.c.putTracked(ctx, &next, version, l.c.say)
 	} else {
 		err = l.c.store.Delete(ctx, l.c.key, version)
 	}
@@ -472,7 +472,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		if rerr == nil && l.ownWrite(o, next.Token, own) {
 			// A renewal abandoned by the cancellation above landed after all.
 			var u bool
-			_, u, err = l.c.putTracked(ctx, &next, o.version)
+			_, u, err = l.c.putTracked(ctx, &next, o.version, l.c.say)
 			uncertain = uncertain || u
 			if errors.Is(err, providers.ErrPrecondition) {
 				o, rerr = l.c.read(ctx)
@@ -533,7 +533,7 @@ func (l *Lease) lateOwnWrite(ctx context.Context, token uint64) (string, *Record
 		seen := *o.rec
 		return "", &seen, false
 	}
-	l.c.log.Info("an earlier renewal landed late; renewing over it", slog.Uint64("token", token))
+	l.notice(slog.LevelInfo, "an earlier renewal landed late; renewing over it", slog.Uint64("token", token))
 	return o.version, nil, true
 }
 

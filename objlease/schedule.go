@@ -478,11 +478,24 @@ func (s *scheduler) renew(l *Lease) {
 	s.requeue(l, next)
 }
 
-// warn logs a warning about l's background renewal off the worker (see
-// reporter).
-func (l *Lease) warn(msg string, attrs ...any) {
+// warn logs a warning about l's background renewal; see notice.
+func (l *Lease) warn(msg string, attrs ...any) { l.notice(slog.LevelWarn, msg, attrs...) }
+
+// notice logs a line about l's renewal off the goroutine that renews (see
+// reporter), unless l has ended or is being released: a renewal still in
+// flight when the lease was lost or released answers after the end, and a
+// lease whose loss or release has been told says nothing more about
+// renewing it. The check and the post are made under l.mu, which stop
+// takes to record the end before finish posts "lease lost", so no line
+// posted here can follow that one.
+func (l *Lease) notice(level slog.Level, msg string, attrs ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended != nil || l.stopping {
+		return
+	}
 	log := l.c.log
-	l.c.sess.report.post(func() { log.Warn(msg, attrs...) })
+	l.c.sess.report.post(func() { log.Log(context.Background(), level, msg, attrs...) })
 }
 
 // renewWarnEvery is the least time between two warnings that a lease's

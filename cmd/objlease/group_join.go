@@ -46,7 +46,7 @@ func (c *cli) groupJoin(ctx context.Context, lf *leaseFlags, url string, argv []
 		return opErr("group join", url, err)
 	}
 	c.probe.set(func(p *probe) {
-		p.holder, p.shards = w.Member(), w.Owned
+		p.holder, p.shards, p.ending = w.Member(), w.Owned, w.Stopping
 		p.ready = func(*probe) (bool, string) { return w.Joined(), "not a member of the group (yet)" }
 	})
 	c.log.Info("joining the group", slog.String("member", w.Member()))

@@ -59,14 +59,28 @@ type probe struct {
 	// ready, when set, says whether the command is ready and if not why,
 	// called with mu held; nil: ready while lease is held.
 	ready func(p *probe) (bool, string)
-	// shards lists the shards this member owns (group join).
-	shards func() []string
+	// shards lists the shards this member owns (group join), and ending
+	// those whose lease ended while their command has not exited yet.
+	shards, ending func() []string
 	// polled: watch's last read of the store succeeded.
 	polled bool
 	// storeErr is the last store request's error, nil if it succeeded.
 	storeErr error
+	// pending are the store requests in flight.
+	pending  map[*request]struct{}
 	stopping bool
 }
+
+// request is a store request in flight.
+type request struct {
+	op, key string
+	start   time.Time
+}
+
+// slowRequest is how long a store request goes unanswered before /state
+// reports it: a renewal that hangs has no error to show until its context
+// ends, at the end of the lease's validity.
+const slowRequest = time.Second
 
 // state is /state's document. Every key is always present.
 type state struct {
@@ -79,34 +93,60 @@ type state struct {
 	Holder     string     `json:"holder"` // who holds it, as last seen ("" none known)
 	Token      uint64     `json:"token"`
 	Expires    *time.Time `json:"expires"` // when this process's hold ends unless renewed; null if not held
-	Shards     []string   `json:"shards"`  // group join: the shards this member owns
+	Renewed    *time.Time `json:"renewed"` // when the last write of the lease that succeeded was sent; null if not held
+	Overdue    bool       `json:"renewal_overdue"`
+	Shards     []string   `json:"shards"`   // group join: the shards this member owns (their leases valid now)
+	Stopping   []string   `json:"stopping"` // group join: shards whose lease ended, their command not exited yet
 	StoreError string     `json:"store_error"`
 }
 
 func (p *probe) snapshot() state {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := state{Command: p.command, URL: p.url, Holder: p.holder, Token: p.token, Shards: []string{}}
-	if l := p.lease; l != nil && l.Err() == nil {
-		s.Held, s.Holder, s.Token = true, l.Record().Holder, l.Token()
-		t := time.Now().Add(l.ValidFor()).UTC()
-		s.Expires = &t
+	s := state{Command: p.command, URL: p.url, Holder: p.holder, Token: p.token, Shards: []string{}, Stopping: []string{}}
+	// Held is the lease's validity now, not whether its end has been
+	// noticed: a process resumed after a pause past its validity answers
+	// before the lease's watcher wakes (ValidFor ends the lease then).
+	if l := p.lease; l != nil {
+		if left := l.ValidFor(); left > 0 {
+			rec := l.Record()
+			s.Held, s.Holder, s.Token = true, rec.Holder, rec.Token
+			t := time.Now().Add(left).UTC()
+			s.Expires, s.Renewed = &t, &rec.WrittenAt
+			// The command renews every TTL/3: less validity left than that
+			// means the renewal due a third of the TTL after the last one
+			// has gone without success for about as long again.
+			s.Overdue = left < time.Duration(rec.TTLMillis)*time.Millisecond/3
+		}
 	}
 	if p.shards != nil {
-		s.Shards = p.shards()
+		s.Shards = append(s.Shards, p.shards()...)
+	}
+	if p.ending != nil {
+		s.Stopping = append(s.Stopping, p.ending()...)
 	}
 	if p.storeErr != nil {
 		s.StoreError = describe(p.storeErr)
+	}
+	if r := p.oldest(); r != nil {
+		if waited := time.Since(r.start); waited >= slowRequest {
+			s.StoreError = fmt.Sprintf("%s %q: no answer from the store for %v so far", r.op, r.key, roundDuration(waited))
+		}
 	}
 	s.Healthy = true
 	switch {
 	case p.stopping:
 		s.Healthy, s.Reason = false, "shutting down"
 	case p.storeErr != nil && permanent(p.storeErr):
-		s.Healthy, s.Reason = false, "store: "+s.StoreError
+		s.Healthy, s.Reason = false, "store: "+describe(p.storeErr)
 	}
 	ready, why := s.Held, "the lease is not held"
-	if !s.Held && p.holder != "" {
+	switch l := p.lease; {
+	case s.Held:
+	case l != nil && l.Err() != nil && p.holder == l.Record().Holder && p.token == l.Token():
+		// The last holder seen is this process, whose lease has ended.
+		why = "the lease is no longer held: " + reason(l.Err(), "")
+	case p.holder != "":
 		why = fmt.Sprintf("the lease is held by %s (token %d)", showHolder(p.holder), p.token)
 	}
 	if p.ready != nil {
@@ -129,14 +169,53 @@ func (p *probe) set(f func(p *probe)) {
 }
 
 // stored records the outcome of a store request. Outcomes that are
-// answers (not found, a precondition that failed) and requests cut short
-// by this process are no failure.
+// answers (not found, a precondition that failed) are no failure.
 func (p *probe) stored(err error) {
-	if errors.Is(err, context.Canceled) || errors.Is(err, providers.ErrNotFound) ||
-		errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {
+	if errors.Is(err, providers.ErrNotFound) || errors.Is(err, providers.ErrPrecondition) ||
+		errors.Is(err, providers.ErrConflict) {
 		err = nil
 	}
 	p.set(func(p *probe) { p.storeErr = err })
+}
+
+// begin records a store request sent; end its outcome.
+func (p *probe) begin(op, key string) *request {
+	r := &request{op: op, key: key, start: time.Now()}
+	p.set(func(p *probe) {
+		if p.pending == nil {
+			p.pending = map[*request]struct{}{}
+		}
+		p.pending[r] = struct{}{}
+	})
+	return r
+}
+
+// end records the outcome of r (see stored). A request this process cut
+// short (a renewal whose lease's validity ended, a command interrupted)
+// tells nothing of the store, unless it had gone unanswered for
+// slowRequest: it is then the failure to show, since the store never
+// answered it.
+func (p *probe) end(r *request, err error) {
+	p.set(func(p *probe) { delete(p.pending, r) })
+	if errors.Is(err, context.Canceled) {
+		if waited := time.Since(r.start); waited >= slowRequest {
+			err = fmt.Errorf("%s %q: no answer from the store in %v; the request was given up", r.op, r.key, roundDuration(waited))
+			p.set(func(p *probe) { p.storeErr = err })
+		}
+		return
+	}
+	p.stored(err)
+}
+
+// oldest returns the store request longest in flight, or nil (p.mu held).
+func (p *probe) oldest() *request {
+	var o *request
+	for r := range p.pending {
+		if o == nil || r.start.Before(o.start) {
+			o = r
+		}
+	}
+	return o
 }
 
 func (p *probe) handler(reg *prometheus.Registry) http.Handler {
@@ -233,37 +312,43 @@ type observed struct {
 }
 
 func (o observed) Get(ctx context.Context, key string, maxBytes int64) (*providers.Object, error) {
+	r := o.p.begin("get", key)
 	obj, err := o.Store.Get(ctx, key, maxBytes)
-	o.p.stored(err)
+	o.p.end(r, err)
 	return obj, err
 }
 
 func (o observed) Stat(ctx context.Context, key string) (*providers.Attrs, error) {
+	r := o.p.begin("stat", key)
 	a, err := o.Store.Stat(ctx, key)
-	o.p.stored(err)
+	o.p.end(r, err)
 	return a, err
 }
 
 func (o observed) Create(ctx context.Context, key string, data []byte, metadata map[string]string) (providers.WriteResult, error) {
+	req := o.p.begin("create", key)
 	r, err := o.Store.Create(ctx, key, data, metadata)
-	o.p.stored(err)
+	o.p.end(req, err)
 	return r, err
 }
 
 func (o observed) Replace(ctx context.Context, key string, data []byte, metadata map[string]string, ifVersion string) (providers.WriteResult, error) {
+	req := o.p.begin("replace", key)
 	r, err := o.Store.Replace(ctx, key, data, metadata, ifVersion)
-	o.p.stored(err)
+	o.p.end(req, err)
 	return r, err
 }
 
 func (o observed) Delete(ctx context.Context, key string, ifVersion string) error {
+	r := o.p.begin("delete", key)
 	err := o.Store.Delete(ctx, key, ifVersion)
-	o.p.stored(err)
+	o.p.end(r, err)
 	return err
 }
 
 func (o observed) List(ctx context.Context, prefix, pageToken string, pageSize int) (providers.ListPage, error) {
+	r := o.p.begin("list", prefix)
 	page, err := o.Store.List(ctx, prefix, pageToken, pageSize)
-	o.p.stored(err)
+	o.p.end(r, err)
 	return page, err
 }

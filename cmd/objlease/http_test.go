@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,13 +17,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/mem"
 )
 
 // served is an objlease process started with --http 127.0.0.1:0, and the
@@ -138,7 +143,7 @@ func (s *served) state(t *testing.T) map[string]any {
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatalf("/state is not JSON: %v: %s", err, body)
 	}
-	for _, k := range []string{"command", "url", "healthy", "ready", "reason", "held", "holder", "token", "expires", "shards", "store_error"} {
+	for _, k := range []string{"command", "url", "healthy", "ready", "reason", "held", "holder", "token", "expires", "renewed", "renewal_overdue", "shards", "stopping", "store_error"} {
 		if _, ok := st[k]; !ok {
 			t.Fatalf("/state has no %q: %s", k, body)
 		}
@@ -388,11 +393,88 @@ func TestHealthzFailsOnlyOnPermanentStoreErrors(t *testing.T) {
 	if code, _ := get("/readyz"); code != 200 {
 		t.Errorf("/readyz %d after a read", code)
 	}
+	// A request in flight for a second is shown; one this process cut
+	// short says nothing of the store, unless it had gone unanswered for
+	// that long.
+	slow := p.begin("replace", "k")
+	slow.start = slow.start.Add(-2 * time.Second)
+	if st := p.snapshot(); !strings.HasPrefix(st.StoreError, `replace "k": no answer from the store for 2s`) || !st.Healthy {
+		t.Errorf("a request unanswered for 2 s: %+v", st)
+	}
+	p.end(p.begin("get", "k"), context.Canceled)
+	if st := p.snapshot(); !strings.Contains(st.StoreError, "no answer") {
+		t.Errorf("a request cut short cleared the slow one: %+v", st)
+	}
+	p.end(slow, fmt.Errorf("replace k: %w", context.Canceled))
+	if st := p.snapshot(); !strings.HasPrefix(st.StoreError, `replace "k": no answer from the store in 2s; the request was given up`) || !st.Healthy {
+		t.Errorf("a request given up after 2 s: %+v", st)
+	}
+	p.end(p.begin("get", "k"), nil)
+	if st := p.snapshot(); st.StoreError != "" {
+		t.Errorf("an answer did not clear the store error: %+v", st)
+	}
 	p.set(func(p *probe) { p.stopping = true })
 	if code, body := get("/healthz"); code != 503 || body != "shutting down\n" {
 		t.Errorf("/healthz %d %q while stopping", code, body)
 	}
 	if code, _ := get("/readyz"); code != 503 {
 		t.Errorf("/readyz %d while stopping", code)
+	}
+}
+
+// resumedClock is a fake clock whose reading can jump ahead without firing
+// any timer, as a process resumed after SIGSTOP past its lease's validity
+// reads the time before its timers have run.
+type resumedClock struct {
+	*clock.Fake
+	ahead atomic.Int64
+}
+
+func (c *resumedClock) Now() time.Time { return c.Fake.Now().Add(time.Duration(c.ahead.Load())) }
+
+// The probes judge the lease by its validity at the moment they answer,
+// not by whether its end has been noticed yet: the first answers after a
+// process was paused past its validity said held, before the lease's
+// watcher woke to end it.
+func TestProbeHeldEndsWithValidity(t *testing.T) {
+	ctx := context.Background()
+	clk := &resumedClock{Fake: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	cl, err := objlease.New(mem.New(), "k", objlease.Options{TTL: 10 * time.Second, Holder: "alice", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := cl.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	p := &probe{command: "hold", url: "mem://k"}
+	p.set(func(p *probe) { p.lease = l })
+	h := p.handler(prometheus.NewRegistry())
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("/readyz"); code != 200 {
+		t.Fatalf("/readyz %d %q while held", code, body)
+	}
+	clk.ahead.Store(int64(time.Minute)) // paused for a minute; no timer has run
+	if l.Err() != nil {
+		t.Fatalf("the lease ended before the probe was asked: %v", l.Err())
+	}
+	if code, body := get("/readyz"); code != 503 || body != "the lease is not held\n" {
+		t.Fatalf("/readyz %d %q past the lease's validity, want 503", code, body)
+	}
+	_, body := get("/state")
+	var st state
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Held || st.Ready || st.Expires != nil {
+		t.Fatalf("/state past the lease's validity: %s", body)
+	}
+	if !errors.Is(l.Err(), objlease.ErrLeaseLost) {
+		t.Fatalf("asking ended nothing: %v", l.Err())
 	}
 }

@@ -39,6 +39,13 @@
 // Work to return, and only then releases the lease; when the lease is lost
 // the context ends no later than the end of its safe validity. Work that
 // goes on acting after its context ended is stopped only by fencing.
+//
+// Worker.Owned reports the shards whose lease is valid at the time of the
+// call (objlease.Lease.ValidFor), not those whose Work still runs: a shard
+// whose lease was lost is not owned from the end of its validity on, while
+// its Work may run on, ignoring its context, for as long as it takes to
+// return (Worker.Stopping lists those). The worker does not take such a
+// shard again, nor count it free, until its Work has returned.
 package shard
 
 import (
@@ -203,14 +210,55 @@ func (w *Worker) client(key string) (*objlease.Client, error) {
 func (w *Worker) Member() string { return w.member }
 
 // Joined reports whether the worker is a member of the group now: it
-// holds its membership record, and has not left.
+// holds its membership record (the lease's validity has not ended, see
+// objlease.Lease.ValidFor), and has not left.
 func (w *Worker) Joined() bool {
 	l := w.joined.Load()
-	return l != nil && l.Err() == nil
+	return l != nil && l.ValidFor() > 0
 }
 
-// Owned returns the ids of the shards this worker owns, sorted.
+// Owned returns the ids of the shards this worker owns at the time of the
+// call, sorted: those whose lease is still valid (objlease.Lease.ValidFor
+// is positive), whatever their Work is doing. A shard whose lease was lost
+// is not listed from the moment its validity ended, even while its Work
+// has not returned yet (see Stopping): by then another worker may own it.
+// Like ValidFor, the answer says nothing about pauses after the call.
 func (w *Worker) Owned() []string {
+	var ids []string
+	for _, o := range w.snapshot() {
+		if o.shard.Lease.ValidFor() > 0 {
+			ids = append(ids, o.shard.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Stopping returns the ids of the shards whose lease has ended (it was
+// lost) and whose Work has not returned yet, sorted. This worker does not
+// own them (see Owned), and does not take them again until their Work has
+// returned.
+func (w *Worker) Stopping() []string {
+	var ids []string
+	for _, o := range w.snapshot() {
+		select {
+		case <-o.done:
+			continue
+		default:
+		}
+		if o.shard.Lease.ValidFor() <= 0 {
+			ids = append(ids, o.shard.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// kept returns the ids of the shards this worker keeps, sorted: those it
+// owns and those whose Work has not been reaped since their lease ended.
+// Rebalancing counts them all, so that a shard is neither taken again nor
+// replaced by another while its Work may still run.
+func (w *Worker) kept() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ids := make([]string, 0, len(w.owned))
@@ -313,7 +361,7 @@ func (w *Worker) round(ctx context.Context) error {
 	scanned := w.holders == nil || changed || w.suspect || !now.Before(w.nextScan) ||
 		(w.cfg.Shards == nil && len(w.ids) == 0) // no shards defined yet: waiting for them costs one empty listing a round
 	if !scanned && w.memberLease != nil {
-		scanned = w.target(members, len(w.ids)) != len(w.Owned())
+		scanned = w.target(members, len(w.ids)) != len(w.kept())
 	}
 	var listed map[string]providers.Attrs
 	if scanned {
@@ -333,7 +381,7 @@ func (w *Worker) round(ctx context.Context) error {
 		w.nextScan = now.Add(w.scanPeriod())
 	}
 	ids := w.ids
-	mine := w.Owned()
+	mine := w.kept()
 	inSet := map[string]bool{}
 	for _, id := range ids {
 		inSet[id] = true
@@ -343,7 +391,7 @@ func (w *Worker) round(ctx context.Context) error {
 			w.releaseID(ctx, id)
 		}
 	}
-	mine = w.Owned()
+	mine = w.kept()
 	if w.memberLease == nil {
 		return nil // not a member: others do not count this worker, so it takes nothing
 	}
