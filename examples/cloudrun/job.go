@@ -24,6 +24,7 @@ import (
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
+	"github.com/objlease/objlease/objlease/job"
 	"github.com/objlease/objlease/providers"
 	_ "github.com/objlease/objlease/providers/gcsstore"
 )
@@ -49,19 +50,39 @@ func (r *Report) Run(ctx context.Context, day string) (*fence.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer l.Release(context.WithoutCancel(ctx))
-	objects, err := r.Rows(l.Context(), day)
-	if err != nil {
-		return nil, err
-	}
+	// Under package job: the batch is committed only if Rows returned by
+	// itself while the lease was valid.
 	b := fence.NewBatch(r.Store, r.Prefix+"out/"+day+"/", l.Token())
-	for name, data := range objects {
-		if err := b.Put(l.Context(), name, data); err != nil {
-			return nil, err
-		}
+	var m *fence.Manifest
+	res := (&job.Job{
+		Lease: l,
+		Task: job.Func(ctx, func(ctx context.Context) error {
+			objects, err := r.Rows(ctx, day)
+			if err != nil {
+				return err
+			}
+			for name, data := range objects {
+				if err := b.Put(ctx, name, data); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+		Finish: func() (err error) {
+			// false: replace what an older token committed, keep nothing of it.
+			m, err = b.Commit(ctx, false)
+			return err
+		},
+		Release: func() error { return l.Release(context.WithoutCancel(ctx)) },
+	}).Run()
+	switch res.Outcome {
+	case job.Done:
+		return m, res.FinishErr
+	case job.Lost:
+		return nil, fmt.Errorf("report %s: %w", day, res.Cause)
+	default:
+		return nil, fmt.Errorf("report %s: %s", day, res.Exit.How)
 	}
-	// false: replace what an older token committed, keep nothing of it.
-	return b.Commit(l.Context(), false)
 }
 
 func main() {

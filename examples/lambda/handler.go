@@ -26,6 +26,7 @@ import (
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
+	"github.com/objlease/objlease/objlease/job"
 	"github.com/objlease/objlease/providers"
 	_ "github.com/objlease/objlease/providers/s3store"
 )
@@ -55,8 +56,9 @@ type Handler struct {
 }
 
 // Handle takes the key's lease without waiting (a second invocation for a
-// held key returns Busy at once), does the work under the lease's
-// context, writes the output fenced by the token, and releases.
+// held key returns Busy at once), does the work (stopped if the lease is
+// lost), writes the output fenced by the token if the work returned by
+// itself while the lease was valid, and releases.
 func (h *Handler) Handle(ctx context.Context, ev Event) (Result, error) {
 	holder := "lambda"
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
@@ -73,23 +75,42 @@ func (h *Handler) Handle(ctx context.Context, ev Event) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	// Released before returning, whatever happens: a frozen process
-	// renews nothing, so a lease left held would block the key for a TTL.
-	defer l.Release(context.WithoutCancel(ctx))
-	out, err := h.Work(l.Context(), ev)
-	if err != nil {
-		return Result{}, err
+	// The work runs under package job: its output is written only if it
+	// returned by itself while the lease was valid. Released before
+	// returning, whatever happens: a frozen process renews nothing, so a
+	// lease left held would block the key for a TTL.
+	var out []byte
+	res := (&job.Job{
+		Lease: l,
+		Task: job.Func(ctx, func(ctx context.Context) (err error) {
+			out, err = h.Work(ctx, ev)
+			return err
+		}),
+		Finish: func() error {
+			// The token and the request in the bytes keep every payload
+			// unique, which fence.Put needs on S3 (an ETag repeats for
+			// identical bytes).
+			payload, err := json.Marshal(map[string]any{"token": l.Token(), "holder": holder, "output": string(out)})
+			if err != nil {
+				return err
+			}
+			_, err = fence.Put(ctx, h.Store, h.Prefix+"out/"+ev.Key, l.Token(), payload, fence.Options{UniquePayloads: true})
+			return err
+		},
+		Release: func() error { return l.Release(context.WithoutCancel(ctx)) },
+	}).Run()
+	switch res.Outcome {
+	case job.Done:
+		if res.FinishErr != nil {
+			return Result{}, fmt.Errorf("writing the output of %q: %w", ev.Key, res.FinishErr)
+		}
+		return Result{Ran: true, Token: l.Token()}, nil
+	case job.Lost:
+		// The event is retried: its work may not have been done.
+		return Result{}, fmt.Errorf("%q: %w", ev.Key, res.Cause)
+	default:
+		return Result{}, fmt.Errorf("%q: the work failed: %s", ev.Key, res.Exit.How)
 	}
-	// The token and the request in the bytes keep every payload unique,
-	// which fence.Put needs on S3 (an ETag repeats for identical bytes).
-	payload, err := json.Marshal(map[string]any{"token": l.Token(), "holder": holder, "output": string(out)})
-	if err != nil {
-		return Result{}, err
-	}
-	if _, err := fence.Put(l.Context(), h.Store, h.Prefix+"out/"+ev.Key, l.Token(), payload, fence.Options{UniquePayloads: true}); err != nil {
-		return Result{}, fmt.Errorf("writing the output of %q: %w", ev.Key, err)
-	}
-	return Result{Ran: true, Token: l.Token()}, nil
 }
 
 func main() {

@@ -22,6 +22,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -272,3 +273,34 @@ func Deadlines(l Lease, now func() time.Duration, told time.Duration, tell func(
 // deadlinePoll is how often Deadlines read the validity before it woke on
 // each renewal (unsafe builds only).
 const deadlinePoll = 100 * time.Millisecond
+
+// Func starts f as a task: work done in this process, under ctx. Asking
+// the task to stop (Terminate, Kill) ends f's context, and f must return
+// then: a goroutine cannot be killed. f returning nil is an exit with
+// status 0; an error, status 1, which Exit.How names.
+func Func(ctx context.Context, f func(ctx context.Context) error) Task {
+	ctx, cancel := context.WithCancel(ctx)
+	t := &funcTask{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		defer cancel()
+		if err := f(ctx); err != nil {
+			t.exit = Exit{Status: 1, How: err.Error()}
+			return
+		}
+		t.exit = Exit{How: "returned"}
+	}()
+	return t
+}
+
+type funcTask struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	exit   Exit // set before done is closed
+}
+
+func (t *funcTask) Done() <-chan struct{}  { return t.done }
+func (t *funcTask) Signal(os.Signal) error { return nil }
+func (t *funcTask) Terminate() error       { t.cancel(); return nil }
+func (t *funcTask) Kill() error            { t.cancel(); return nil }
+func (t *funcTask) Ended() Exit            { <-t.done; return t.exit }

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -278,6 +279,31 @@ func TestDeadlinesEndWithLease(t *testing.T) {
 		case <-ended:
 		default:
 			t.Fatal("Deadlines still running after the lease ended")
+		}
+	})
+}
+
+// Work done in this process is stopped through its context, and an error
+// is a failure.
+func TestFunc(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newFakeLease(time.Minute)
+		task := Func(context.Background(), func(ctx context.Context) error {
+			<-ctx.Done()
+			return nil
+		})
+		go func() {
+			time.Sleep(time.Second)
+			l.lose()
+		}()
+		res, did := steps(&Job{Lease: l, Task: task, Grace: time.Second})
+		if res.Outcome != Lost || slices.Contains(did, "finish") {
+			t.Fatalf("work stopped by the loss: outcome %v, steps %v; want lost, no finish", res.Outcome, did)
+		}
+		failed := Func(context.Background(), func(context.Context) error { return errors.New("disk full") })
+		res, _ = steps(&Job{Lease: newFakeLease(time.Minute), Task: failed})
+		if res.Outcome != Failed || res.Exit.How != "disk full" {
+			t.Fatalf("failing work: outcome %v (%s), want failed (disk full)", res.Outcome, res.Exit.How)
 		}
 	})
 }
