@@ -16,8 +16,9 @@
 #      ones that turn a safety measure off to show what it prevents, and
 #      the simulation's safeguards-off table); the core and the stores
 #      again with -cpu 1 while two busy loops load both cores (timing
-#      flakes fail there); then 1,000 more seeds of the simulation and the
-#      SPIN model checks (scripts/spin.sh);
+#      flakes fail there); then 1,000 more seeds of the simulation, 1,000
+#      more of the job simulation, and the SPIN model checks
+#      (scripts/spin.sh);
 #   4. vet, gofmt and the tests of the examples/ module (the Lambda and
 #      Cloud Run handlers against the emulators, the Kubernetes manifests
 #      decoded strictly), then of the k8s/ module (client-go's leader
@@ -199,6 +200,10 @@ module() {
 		# the run. The whole long run is -sim.long alone (5,000 seeds).
 		step "simulation, seeds 151-1150" go test -count=1 -timeout 30m ./objlease/sim/ \
 			-run '^TestSimulationLong$' -sim.long -sim.from=151 -sim.seeds=1000
+		# And 1,000 seeds of the job simulation beyond the 40 of the test
+		# step (about half a minute).
+		step "job simulation, seeds 41-1040" go test -count=1 -timeout 30m ./objlease/sim/ \
+			-run '^TestJobSimulation$' -sim.from=41 -sim.seeds=1000
 		# The SPIN model of the protocol: every property searched
 		# exhaustively, every safeguard-off variant caught (installs SPIN
 		# with apt-get if it is missing). Its trails replay in the test step.

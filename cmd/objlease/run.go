@@ -88,6 +88,12 @@ COMMAND started), and exits 76 once COMMAND has exited. It also exits 76
 if the release after COMMAND exited finds the lease already lost. A lost
 lease is why writes must carry the token.
 
+A COMMAND that was stopped (after a loss, at the lease's deadline, or by a
+signal passed on) never counts as done, whatever its exit status: nothing
+is committed or marked for it. Only a COMMAND that exited 0 by itself
+while the lease was valid when run saw it exit has its --commit batch
+committed and its tick marked.
+
 On Linux nothing COMMAND starts outlives run: a supervising process (run
 itself, started again) stays the parent of COMMAND and of every process
 COMMAND starts, even one in a session of its own. Once COMMAND has exited,

@@ -26,6 +26,21 @@
 // still there, did a fenced write land on a lease record, and did a
 // release that reported the lease lost land after all.
 //
+// # Jobs under a lease
+//
+// jobs_test.go simulates what the objlease command builds on the lease:
+// runners that acquire a job's lease, start a command under a supervisor
+// and run it through package objlease/job (run --commit --once-per, or
+// elect, which campaigns again after a loss). The runner, the supervisor
+// and the command pause one at a time; commands exit 0 on SIGTERM, ignore
+// it, or write once more after it; the store fails and an operator breaks
+// the lease. Its checks: no batch committed or tick marked for a command
+// that was stopped, had not finished, or exited after a newer grant; no
+// stopped command judged anything but lost; no two commands of the lease
+// running at once beyond the grace; no command stopped by its supervisor
+// while its lease was valid. TestJobCheckerFindsViolations (tagged) turns
+// each safeguard of that layer off and finds what it prevents.
+//
 // # Determinism
 //
 // Each run executes in a testing/synctest bubble. Simulated real time is
@@ -54,6 +69,8 @@
 //	go test ./objlease/sim/ -run '^TestSimulation$' -sim.from=N -sim.seeds=1 -sim.v   # replay seed N
 //	go test -tags objlease_unsafe ./objlease/sim/ -run '^TestSimulation$' -sim.off=DriftMargin   # a safeguard off
 //	go test ./objlease/sim/ -run '^TestSimulation$' -sim.strict                        # excuse nothing (gates_test.go)
+//	go test ./objlease/sim/ -run TestJobSimulation -sim.long -v                         # the job simulation, 5000 seeds
+//	go test -tags objlease_unsafe ./objlease/sim/ -run TestJobCheckerFindsViolations -v  # the job layer's safeguards-off table
 //
 // docs/reliability.md has the figures.
 package sim

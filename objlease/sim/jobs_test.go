@@ -665,10 +665,21 @@ func TestJobSimulation(t *testing.T) {
 	if seeds == 0 {
 		seeds = 40
 		if *flagLong {
-			seeds = 1000
+			seeds = 5000
 		}
 	}
+	off := *flagOff
+	if off != "" {
+		// Counts what a safeguard prevents, over the job mix.
+		sw := safeguardSwitch(off)
+		if sw == nil {
+			t.Fatalf("-sim.off=%s: no such switch of the job layer%s", off, switchesHint)
+		}
+		sw.Store(false)
+		defer sw.Store(true)
+	}
 	counts := map[string]int{}
+	seedsWith := map[string]int{}
 	total := map[string]int64{}
 	for seed := *flagFrom; seed < *flagFrom+uint64(seeds); seed++ {
 		jc := jobConfigFor(seed)
@@ -676,8 +687,16 @@ func TestJobSimulation(t *testing.T) {
 		for k, n := range ops {
 			total[k] += n
 		}
+		kinds := map[string]bool{}
 		for _, v := range vs {
 			counts[v.kind]++
+			kinds[v.kind] = true
+		}
+		for k := range kinds {
+			seedsWith[k]++
+		}
+		if off != "" {
+			continue
 		}
 		if len(vs) > 0 || *flagV {
 			for _, line := range trace {
@@ -688,5 +707,5 @@ func TestJobSimulation(t *testing.T) {
 			t.Errorf("%v: %s at %v: %s", jc, v.kind, v.at, v.msg)
 		}
 	}
-	t.Logf("%d job seeds: %v; violations by kind: %v", seeds, total, counts)
+	t.Logf("%d job seeds: %v; violations by kind: %v; seeds with each kind: %v", seeds, total, counts, seedsWith)
 }
