@@ -53,33 +53,48 @@ func (w *Worker) listShards(ctx context.Context) (map[string]providers.Attrs, er
 
 // liveMembers returns the members whose heartbeat is held and unexpired for
 // this worker, this worker included while it is a member, given the listed
-// membership records. It reads a record only when the listing shows a
-// version it has not read (a renewal, a release, a new member): an
-// unchanged one is judged from what was read, its expiry counted from
-// its first sighting.
+// membership records.
+//
+// The listing alone judges a member that renews: a member's record is
+// written only by its member, so a version the listing shows changing at
+// the pace of renewals is a live member's, and is not read. A record is
+// read only the first time, and when its version has gone unchanged for
+// longer than a renewal interval and a round, which is how a member that
+// left (its release is the last write) or died shows: then it is judged
+// as before, its expiry counted from the version's first sighting, so a
+// dead member's shards move no later than when every version was read.
+// A settled group thus reads no heartbeat at all, and its requests grow
+// with its members, not their square.
 func (w *Worker) liveMembers(ctx context.Context, listed []providers.Attrs) ([]string, error) {
 	var live []string
 	w.suspect = false
 	if w.memberLease != nil {
 		live = append(live, w.member)
 	}
+	stale := w.opts.RenewInterval + w.opts.PollInterval
 	for _, a := range listed {
 		if a.Key == w.memberClient.Key() {
 			continue
 		}
-		c, ok := w.peers[a.Key]
+		p, ok := w.peers[a.Key]
 		if !ok {
-			var err error
-			if c, err = w.client(a.Key); err != nil {
+			c, err := w.client(a.Key)
+			if err != nil {
 				return nil, err
 			}
-			w.peers[a.Key] = c
+			p = &peer{c: c}
+			w.peers[a.Key] = p
 		}
-		st, err := c.Judge(nil, a)
+		st, err := p.c.Judge(nil, a)
 		var unchanged time.Duration // since this client first saw the version
 		if err == nil {
 			if unchanged = st.Unchanged; st.Record == nil {
-				st, err = c.Inspect(ctx)
+				if p.read && p.held != "" && unchanged <= stale {
+					live = append(live, p.held) // renewing: not read
+					continue
+				}
+				st, err = p.c.Inspect(ctx)
+				p.read, p.held = err == nil, ""
 			}
 		}
 		switch {
@@ -92,9 +107,10 @@ func (w *Worker) liveMembers(ctx context.Context, listed []providers.Attrs) ([]s
 		}
 		if r := st.Record; r != nil && r.State == objlease.StateHeld && st.ExpiresIn > 0 && r.Holder != w.member {
 			live = append(live, r.Holder)
+			p.held = r.Holder
 			// A live member renews within a renewal interval; one that has
 			// not for longer (and a round) may be dead.
-			if unchanged > w.opts.RenewInterval+w.opts.PollInterval {
+			if unchanged > stale {
 				w.suspect = true
 			}
 		}

@@ -26,11 +26,14 @@
 // whose renewals are overdue (so that a dying owner's shards are dated
 // before it expires), and every two to three TTLs at random (shards
 // defined with Define, or freed unseen). A settled group therefore sends
-// per round one membership listing per member, a read of a member's record
-// per renewal of it, and the owners' renewals; the shard-related requests
-// of the whole group grow with M/TTL (the renewals) plus N listings of the
-// shards every two to three TTLs, not with N × M. A listing dates every
-// version it shows (objlease.Client.Observe); a worker reads a shard only
+// per round one membership listing per member and the owners' renewals:
+// a member judges the others from the listing, whose versions change with
+// every renewal, and reads a member's record only the first time and once
+// its version has stopped changing (it left, or died). The shard-related
+// requests of the whole group grow with M/TTL (the renewals) plus N
+// listings of the shards every two to three TTLs, not with N × M, and the
+// member-related ones with N, not N × (N − 1). A listing dates every
+// version it shows (objlease.Client.Judge); a worker reads a shard only
 // when its version may be something other than a live owner's renewal.
 //
 // A worker that owns a shard runs Config.Work for it with a context that
@@ -121,7 +124,7 @@ type Worker struct {
 
 	memberClient *objlease.Client
 	memberLease  *objlease.Lease
-	peers        map[string]*objlease.Client // member key -> observer
+	peers        map[string]*peer // member key -> what this worker knows of it
 	shards       map[string]*watched         // shard id -> what this worker knows of it
 	lastLive     []string                    // the live members of the previous round
 	// holders and ids are what the last shard scan found: every shard's
@@ -137,6 +140,14 @@ type Worker struct {
 	// joined is memberLease, for Joined, which may be called from any
 	// goroutine.
 	joined atomic.Pointer[objlease.Lease]
+}
+
+// peer is another member's record as this worker knows it: its client,
+// and what the client last read of it.
+type peer struct {
+	c    *objlease.Client
+	read bool   // a version has been read
+	held string // its holder if that read found it held, else ""
 }
 
 // watched is a shard this worker does not necessarily own: its client,
@@ -167,7 +178,7 @@ func New(sess *objlease.Session, cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("%w: empty shard id", ErrInvalidConfig)
 		}
 	}
-	w := &Worker{sess: sess, cfg: cfg, peers: map[string]*objlease.Client{}, shards: map[string]*watched{}, owned: map[string]*owned{}}
+	w := &Worker{sess: sess, cfg: cfg, peers: map[string]*peer{}, shards: map[string]*watched{}, owned: map[string]*owned{}}
 	w.opts = cfg.Options
 	w.seed = cfg.Options.Rand
 	if w.seed == nil {

@@ -47,12 +47,19 @@ type killable struct {
 	// reads of shard records and the listings that cover them.
 	sp                     string
 	shardReads, shardLists atomic.Int64
+	// mp is the group's members prefix; memberReads counts the reads of
+	// other members' records (heartbeats).
+	mp          string
+	memberReads atomic.Int64
 }
 
 func (k *killable) countRead(key string) {
 	k.reads.Add(1)
 	if k.sp != "" && strings.HasPrefix(key, k.sp) {
 		k.shardReads.Add(1)
+	}
+	if k.mp != "" && strings.HasPrefix(key, k.mp) {
+		k.memberReads.Add(1)
 	}
 }
 
@@ -248,7 +255,7 @@ func newWorker(store providers.Store, cfg shard.Config) (*shard.Worker, error) {
 
 func (g *group) join(name string) *node {
 	g.t.Helper()
-	ks := &killable{Store: g.store, clk: g.clk, sent: map[string]time.Time{}, sp: shard.ShardsPrefix(g.prefix)}
+	ks := &killable{Store: g.store, clk: g.clk, sent: map[string]time.Time{}, sp: shard.ShardsPrefix(g.prefix), mp: shard.MembersPrefix(g.prefix)}
 	w, err := newWorker(ks, shard.Config{Prefix: g.prefix, Member: name, Shards: g.ids, Options: g.options(), Work: g.chk.work(name)})
 	if err != nil {
 		g.t.Fatal(err)
@@ -445,9 +452,9 @@ func TestDeadWorkerShardsTakenAfterTTLNotBefore(t *testing.T) {
 }
 
 // TestSettledGroupRequestsPerRound counts the requests of a settled group:
-// per round one listing, a read of each other member's record per renewal
-// of it, a read of each shard owned by another live member about once per
-// TTL, and the renewals.
+// per round one listing, a read of each shard owned by another live member
+// about once per TTL, and the renewals; no member reads another's record
+// (TestSettledGroupReadsNoHeartbeat).
 func TestSettledGroupRequestsPerRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n, m = 3, 12
@@ -473,12 +480,12 @@ func TestSettledGroupRequestsPerRound(t *testing.T) {
 			reads := nd.store.reads.Load() - before[name].reads
 			writes := nd.store.writes.Load() - before[name].writes
 			owned := int64(len(nd.w.Owned()))
-			maxReads := rounds + (n-1)*renewals + (m-owned)*refreshes
+			maxReads := rounds + (m-owned)*refreshes
 			maxWrites := (owned + 1) * renewals
 			t.Logf("%s (owns %d): %d reads, %d writes in %d rounds: %.1f reads per round (at most %.1f)",
 				name, owned, reads, writes, rounds-1, float64(reads)/float64(rounds-1), float64(maxReads)/float64(rounds-1))
 			if reads > maxReads {
-				t.Errorf("%s sent %d reads in %d rounds of a settled group, want at most %d: one listing per round, (N−1) member reads per renewal interval, (M−owned) shard reads per TTL",
+				t.Errorf("%s sent %d reads in %d rounds of a settled group, want at most %d: one listing per round, (M−owned) shard reads per TTL",
 					name, reads, rounds-1, maxReads)
 			}
 			if writes > maxWrites {
@@ -486,6 +493,43 @@ func TestSettledGroupRequestsPerRound(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSettledGroupReadsNoHeartbeat: the members of a settled group judge
+// one another from the listing of the members' records, whose versions
+// change with every renewal: nobody reads another's record, so the group's
+// requests grow with N, not N × (N − 1). A member that leaves is read once
+// its version stops changing, and the others see it gone.
+func TestSettledGroupReadsNoHeartbeat(t *testing.T) {
+	for _, n := range []int{2, 8, 16} {
+		t.Run(fmt.Sprintf("N%d", n), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGroup(t, mem.New(), 2*n)
+				for _, name := range names(n) {
+					g.join(name)
+				}
+				g.settle(names(n)...)
+				g.quiet(3 * ttl)
+				var reads int64
+				for _, nd := range g.nodes {
+					reads -= nd.store.memberReads.Load()
+				}
+				const window = 6 * ttl
+				g.quiet(window)
+				for _, nd := range g.nodes {
+					reads += nd.store.memberReads.Load()
+				}
+				t.Logf("N=%d: %d reads of members' records in %v", n, reads, window)
+				if reads != 0 {
+					t.Errorf("a settled group of %d read members' records %d times in %v, want none", n, reads, window)
+				}
+				leaving := g.nodes[names(n)[n-1]]
+				leaving.cancel()
+				g.waitStopped(leaving)
+				g.settle(names(n)[:n-1]...)
+			})
+		})
+	}
 }
 
 // TestSettledGroupShardRequestsDoNotGrowWithMembersTimesShards: in a
