@@ -144,10 +144,17 @@ func (b *Batch) put(ctx context.Context, name string, data body) error {
 // batches that this one did not rewrite; without it, the committed set is
 // exactly this batch.
 func (b *Batch) Commit(ctx context.Context, merge bool) (*Manifest, error) {
+	var r raced
+	key := manifestKey(b.prefix)
 	for {
 		cur, err := readManifest(ctx, b.store, b.prefix)
 		if err != nil && !errors.Is(err, providers.ErrNotFound) {
 			return nil, err
+		}
+		if cur != nil {
+			if err := r.read(ctx, "commit", key, cur.version); err != nil {
+				return nil, err
+			}
 		}
 		if cur != nil && cur.Token > b.token {
 			return nil, stale("commit", manifestKey(b.prefix), b.token, cur.Token)
@@ -178,12 +185,22 @@ func (b *Batch) Commit(ctx context.Context, merge bool) (*Manifest, error) {
 			next.version = res.Version
 			return next, nil
 		case errors.Is(err, providers.ErrPrecondition), errors.Is(err, providers.ErrConflict):
+			version := ""
+			if cur != nil {
+				version = cur.version
+			}
+			if err := r.lost(ctx, "commit", key, version, err); err != nil {
+				return nil, err
+			}
 			continue // another commit landed: check its token
 		case errors.Is(err, providers.ErrUnknownOutcome):
 			// Did ours land? The nonce says.
 			if m, rerr := readManifest(ctx, b.store, b.prefix); rerr == nil && m.Nonce == next.Nonce {
 				return m, nil
 			} else if rerr == nil {
+				if err := r.lost(ctx, "commit", key, "", err); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			return nil, err

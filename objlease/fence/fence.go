@@ -311,16 +311,23 @@ func (b streamBody) replace(ctx context.Context, store providers.Store, key stri
 func (b streamBody) size() int64 { return b.r.Size() }
 
 func write(ctx context.Context, op string, store providers.Store, key string, token uint64, data body, md map[string]string) (providers.WriteResult, error) {
+	var r raced
 	for {
 		a, err := store.Stat(ctx, key)
 		if errors.Is(err, providers.ErrNotFound) {
 			res, err := data.create(ctx, store, key, md)
 			if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {
+				if err := r.lost(ctx, op, key, "", err); err != nil {
+					return providers.WriteResult{}, err
+				}
 				continue // created meanwhile: check its token
 			}
 			return res, err
 		}
 		if err != nil {
+			return providers.WriteResult{}, err
+		}
+		if err := r.read(ctx, op, key, a.Version); err != nil {
 			return providers.WriteResult{}, err
 		}
 		if _, fenced := a.Metadata[TokenKey]; !fenced {
@@ -341,6 +348,9 @@ func write(ctx context.Context, op string, store providers.Store, key string, to
 		}
 		res, err := data.replace(ctx, store, key, md, a.Version)
 		if errors.Is(err, providers.ErrPrecondition) || errors.Is(err, providers.ErrConflict) {
+			if err := r.lost(ctx, op, key, a.Version, err); err != nil {
+				return providers.WriteResult{}, err
+			}
 			continue // someone wrote between our check and our write: check again
 		}
 		return res, err
