@@ -124,9 +124,9 @@ type Worker struct {
 
 	memberClient *objlease.Client
 	memberLease  *objlease.Lease
-	peers        map[string]*peer // member key -> what this worker knows of it
-	shards       map[string]*watched         // shard id -> what this worker knows of it
-	lastLive     []string                    // the live members of the previous round
+	peers        map[string]*peer    // member key -> what this worker knows of it
+	shards       map[string]*watched // shard id -> what this worker knows of it
+	lastLive     []string            // the live members of the previous round
 	// holders and ids are what the last shard scan found: every shard's
 	// holder as in scan, and the shard set (Config.Shards, or the listed
 	// shards). holders is nil until the first scan.
