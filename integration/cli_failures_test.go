@@ -66,12 +66,18 @@ func removeCLI() {
 
 // outcome is how a command ended.
 type outcome struct {
-	code   int
-	stderr string
+	code           int
+	stdout, stderr string
 }
 
 // runCLI runs the command with env added to a clean environment.
 func runCLI(t *testing.T, env []string, args ...string) outcome {
+	t.Helper()
+	return runCLIInput(t, env, "", args...)
+}
+
+// runCLIInput is runCLI with input on the command's standard input.
+func runCLIInput(t *testing.T, env []string, input string, args ...string) outcome {
 	t.Helper()
 	bin := objleaseBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), commandBound)
@@ -85,14 +91,14 @@ func runCLI(t *testing.T, env []string, args ...string) outcome {
 		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "aws-credentials"),
 		"AWS_EC2_METADATA_DISABLED=true",
 	}, env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(input), &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	if ctx.Err() != nil {
 		t.Fatalf("objlease %s did not end within %v; stderr so far:\n%s", strings.Join(args, " "), commandBound, stderr.String())
 	}
-	o := outcome{stderr: stderr.String()}
+	o := outcome{stdout: stdout.String(), stderr: stderr.String()}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):

@@ -117,8 +117,14 @@ func TestMinIODoctor(t *testing.T) {
 // conditional PUT), batch commit and collect.
 func TestMinIOFeatures(t *testing.T) {
 	target := minioTarget(t)
-	st := target.store(t, nil)
+	storeFeatures(t, target.store(t, nil), target.prefix)
+}
+
+// storeFeatures runs each feature objlease offers on st under prefix:
+// leases, fenced put, fenced delete, batch commit and collect.
+func storeFeatures(t *testing.T, st providers.Store, prefix string) {
 	ctx := t.Context()
+	target := struct{ prefix string }{prefix}
 
 	t.Run("lease", func(t *testing.T) {
 		key := target.prefix + "lease"

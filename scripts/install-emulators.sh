@@ -7,6 +7,12 @@
 #   s3rver 3.7.1            S3 that ignores preconditions, same npm ci
 #   minio (pseudo-version)  S3, a production server that ignores If-Match
 #                           on DELETE; go install -> $DIR/bin/minio
+#   ceph-rgw (Debian's)     S3 on a single-host Ceph cluster (mon, mgr, one
+#                           OSD, radosgw): apt-get install of Debian's
+#                           ceph-mon ceph-osd ceph-mgr radosgw ceph-common
+#                           (root only; about a minute), and
+#                           scripts/ceph-rgw.sh -> $DIR/bin/ceph-rgw, which
+#                           runs it in the foreground
 #
 # MinIO's tags are not semver, so the pin is the pseudo-version of the
 # newest build the module proxy serves. It is the longest build here (about
@@ -82,10 +88,30 @@ npm_emulators() {
 	log "azurite and s3rver installed in $((SECONDS - start))s"
 }
 
+# ceph_emulator: Debian's Ceph packages, if missing and this is root, and
+# the script that runs a cluster. Elsewhere its tests skip (fail in CI).
+ceph_emulator() {
+	if ! command -v radosgw >/dev/null; then
+		if [[ $(id -u) != 0 ]]; then
+			log "ceph-rgw: not installed, and only root can: apt-get install --no-install-recommends ceph-mon ceph-osd ceph-mgr radosgw ceph-common"
+			return 0
+		fi
+		log "apt-get install Ceph (mon, osd, mgr, radosgw) from Debian's packages"
+		local start=$SECONDS
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			ceph-mon ceph-osd ceph-mgr radosgw ceph-common; } >"$dir/ceph-install.log" 2>&1 ||
+			{ log "FAILED: apt-get install Ceph; see $dir/ceph-install.log"; return 1; }
+		log "Ceph $(radosgw --version | cut -d' ' -f3) installed in $((SECONDS - start))s"
+	fi
+	install -m 755 "$repo/scripts/ceph-rgw.sh" "$dir/bin/ceph-rgw"
+}
+
 command -v go >/dev/null || die "go not found"
 log "installing into $dir"
 npm_emulators &
 npm_pid=$!
+ceph_emulator &
+ceph_pid=$!
 # On failure, still wait for the npm step: it must not go on writing into
 # $dir after this script has exited.
 ok=true
@@ -95,5 +121,6 @@ if [[ ${OBJLEASE_SKIP_MINIO:-} != 1 && $ok == true ]]; then
 	go_emulator minio github.com/minio/minio v0.0.0-20260212201848-7aac2a2c5b7c || ok=false
 fi
 wait "$npm_pid" || ok=false
+wait "$ceph_pid" || ok=false
 [[ $ok == true ]] || die "see the messages above"
 log "all emulators installed in $dir"

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
 	storeprobe "github.com/objlease/objlease/providers/probe"
 )
@@ -43,9 +45,12 @@ store is safe to use, 1 if it is not, 69 if it could not be checked.`
 
 // diagnosis is doctor's JSON output.
 type diagnosis struct {
-	URL      string   `json:"url"`
-	Store    string   `json:"store"`
-	Safe     bool     `json:"safe"`
+	URL   string `json:"url"`
+	Store string `json:"store"`
+	Safe  bool   `json:"safe"`
+	// UseURL is the URL the store passed the checks with, when the URL
+	// given needs an option to work at all (unquoted_etag=true).
+	UseURL   string   `json:"use_url,omitempty"`
 	Failures []string `json:"failures"`
 	Caveats  []string `json:"caveats"`
 	// DeleteUnconditional: a DELETE with a stale version removed the
@@ -68,6 +73,7 @@ type raceJSON struct {
 	AllRetryable int      `json:"all_retryable"`
 	Repeated     int      `json:"repeated_deletes"`
 	Conflicts    int      `json:"conflicts"`
+	Unknown      int      `json:"unknown_outcomes"`
 	Throttled    int      `json:"throttled"`
 	Verdict      string   `json:"verdict"`
 	Failures     []string `json:"failures"`
@@ -78,20 +84,37 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 	asJSON := addOutput(fs)
 	return c.onStore(fs, "doctor", false, func(ctx context.Context, url string, store providers.Store, prefix string) error {
 		r, err := storeprobe.Run(ctx, store, prefix)
+		remedy := ""
+		if errors.Is(err, storeprobe.ErrCurrentVersionRefused) {
+			// No lease could be renewed as the URL stands. Where the
+			// store's driver has a remedy, check the store with it.
+			remedy = remedyURL(url)
+			if remedy == "" {
+				return opErr("doctor", url, fmt.Errorf("%w: %w", fence.ErrPreconditionRefused, err))
+			}
+			rr, rerr := c.probeAt(ctx, remedy)
+			if rerr != nil {
+				return opErr("doctor", url, fmt.Errorf("%w: %w; with %s it could not be checked either: %w", fence.ErrPreconditionRefused, err, remedyParam, rerr))
+			}
+			r, err = rr, nil
+		}
 		if err != nil && !errors.Is(err, storeprobe.ErrStoreUnsafe) {
 			return opErr("doctor", url, fmt.Errorf("store could not be checked: %w", err))
 		}
 		verdict := error(nil)
-		if len(r.Failures) > 0 {
+		switch {
+		case len(r.Failures) > 0:
 			verdict = opErr("doctor", url, fmt.Errorf("%w: leases on it would not be exclusive", errUnsafe))
+		case remedy != "":
+			verdict = opErr("doctor", url, fmt.Errorf("%w as the URL stands (it compares If-Match with an unquoted ETag): use %s, with which every check below passed", fence.ErrPreconditionRefused, remedy))
 		}
 		if *asJSON {
-			d := diagnosis{URL: url, Store: r.Store, Safe: len(r.Failures) == 0, Failures: append([]string{}, r.Failures...),
+			d := diagnosis{URL: url, Store: r.Store, Safe: len(r.Failures) == 0 && remedy == "", UseURL: remedy, Failures: append([]string{}, r.Failures...),
 				Caveats: append([]string{}, r.Caveats...), DeleteUnconditional: r.DeleteUnconditional, MissingReplace: r.MissingReplace, MissingDelete: r.MissingDelete, Races: []raceJSON{},
 				ClockKnown: r.ClockKnown, ClockOffsetMs: msOf(r.ClockOffset), LatencyMs: map[string][]float64{}}
 			for _, race := range r.Races {
 				d.Races = append(d.Races, raceJSON{Kind: race.Kind, Writers: race.Writers, Rounds: race.Rounds,
-					Winners: race.Winners, AllRetryable: race.AllRetryable, Repeated: race.RepeatedDeletes, Conflicts: race.Conflicts, Throttled: race.Throttled,
+					Winners: race.Winners, AllRetryable: race.AllRetryable, Repeated: race.RepeatedDeletes, Conflicts: race.Conflicts, Unknown: race.Unknown, Throttled: race.Throttled,
 					Verdict: race.Verdict(), Failures: append([]string{}, race.Failures...), ElapsedMs: msOf(race.Elapsed)})
 			}
 			for op, ds := range r.Latency {
@@ -106,6 +129,9 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 		}
 		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(w, "store:\t%s\n", r.Store)
+		if remedy != "" {
+			fmt.Fprintf(w, "fix:\tthe store refuses writes conditional on an object's current version as S3 sends them (a quoted ETag): no lease could be renewed. Use %s; the checks below ran with it\n", remedy)
+		}
 		switch {
 		case len(r.Failures) == 0 && r.DeleteUnconditional:
 			fmt.Fprintf(w, "verdict:\tsafe: every conditional write that should fail was refused, alone and in races; conditional DELETE not enforced (see the caveats)\n")
@@ -165,8 +191,43 @@ func raceLine(r storeprobe.RaceResult) string {
 	if r.Throttled > 0 {
 		parts = append(parts, fmt.Sprintf("%d throttled", r.Throttled))
 	}
+	if r.Unknown > 0 {
+		parts = append(parts, fmt.Sprintf("%d answers of unknown outcome (5xx), judged by reading the object", r.Unknown))
+	}
 	return fmt.Sprintf("%s: %s of %s; %s; %v; %s", r.Kind, plural(r.Rounds, "round"), plural(r.Writers, "writer"),
 		strings.Join(parts, ", "), r.Elapsed.Round(time.Millisecond), r.Verdict())
+}
+
+// remedyParam is the s3 URL option for a server that compares If-Match
+// with an unquoted ETag (see providers/s3store).
+const remedyParam = "unquoted_etag=true"
+
+// remedyURL is rawURL with the option that makes a store refusing writes
+// against the current version work, or "" if its driver has none (or it
+// is set already).
+func remedyURL(rawURL string) string {
+	u, err := neturl.Parse(rawURL)
+	if err != nil || u.Scheme != "s3" || u.Query().Has("unquoted_etag") {
+		return ""
+	}
+	if u.RawQuery == "" && !strings.HasSuffix(rawURL, "?") {
+		return rawURL + "?" + remedyParam
+	}
+	return rawURL + "&" + remedyParam
+}
+
+// probeAt runs the store self-test at rawURL.
+func (c *cli) probeAt(ctx context.Context, rawURL string) (*storeprobe.Report, error) {
+	store, prefix, err := c.open(ctx, rawURL, false)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	r, err := storeprobe.Run(ctx, store, prefix)
+	if err != nil && !errors.Is(err, storeprobe.ErrStoreUnsafe) {
+		return nil, err
+	}
+	return r, nil
 }
 
 func plural(n int, what string) string {

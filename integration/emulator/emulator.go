@@ -37,6 +37,9 @@ const (
 	// MinIO's root user; its password must have 8 characters or more.
 	minioAccessKey = "testkey"
 	minioSecretKey = "testsecret"
+	// The S3 user scripts/ceph-rgw.sh makes.
+	cephAccessKey = "objlease"
+	cephSecretKey = "objleasesecret"
 	// s3rver's built-in credentials.
 	s3rverKey = "S3RVER"
 	// The development account every Azurite accepts.
@@ -65,6 +68,17 @@ func MinIO(t testing.TB) *S3 {
 func StartMinIO(t testing.TB) (*S3, *Process) {
 	t.Helper()
 	return private(t, startMinIO)
+}
+
+// CephRGW returns the shared Ceph RGW (S3 on a single-host Ceph cluster),
+// starting it on first use. Ceph 16 (Debian 12) refuses If-Match with a
+// quoted current ETag and takes it unquoted (the s3 URL option
+// unquoted_etag=true), answers If-Match on a missing key with 412,
+// ignores If-Match on DELETE, and may answer a losing conditional replace
+// with 500.
+func CephRGW(t testing.TB) *S3 {
+	t.Helper()
+	return sharedCeph.get(t, startCephRGW)
 }
 
 // S3rver returns the shared s3rver instance: an S3 endpoint that accepts
@@ -152,6 +166,7 @@ type shared[T any] struct {
 var (
 	sharedVGW     shared[S3]
 	sharedMinIO   shared[S3]
+	sharedCeph    shared[S3]
 	sharedS3rver  shared[S3]
 	sharedGCS     shared[GCS]
 	sharedAzurite shared[Azure]

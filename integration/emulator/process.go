@@ -33,8 +33,9 @@ const (
 type Process struct {
 	name    string
 	argsFor func(port int) []string
-	health  string // URL path polled for readiness
-	want200 bool   // health must answer 200, not just any status
+	health  string        // URL path polled for readiness
+	want200 bool          // health must answer 200, not just any status
+	ready   time.Duration // bound on the wait for the first answer
 	port    int
 	dir     string
 	log     logBuffer
@@ -140,7 +141,7 @@ func (p *Process) run() error {
 
 // waitReady polls the health URL every 100 ms until it answers.
 func (p *Process) waitReady(done <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), p.ready)
 	defer cancel()
 	url := fmt.Sprintf("http://127.0.0.1:%d%s", p.port, p.health)
 	client := &http.Client{Timeout: time.Second}
@@ -159,7 +160,7 @@ func (p *Process) waitReady(done <-chan struct{}) error {
 		case <-done:
 			return errExited
 		case <-ctx.Done():
-			return fmt.Errorf("no answer from %s within %v (last: %v)", url, readyTimeout, err)
+			return fmt.Errorf("no answer from %s within %v (last: %v)", url, p.ready, err)
 		case <-tick.C:
 		}
 	}

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -35,12 +36,14 @@ type program struct {
 	// ctrCmd goes before args in the container's command, for an image
 	// whose entrypoint does not run the emulator.
 	ctrCmd []string
+	// ready bounds the wait for its first answer; 0: readyTimeout.
+	ready time.Duration
 }
 
 // launch starts prog on a fresh port: in container mode as a container of
 // its image, else as a local process keeping its data under dir.
 func launch(prog program, dir string) (*Process, error) {
-	p := &Process{name: prog.name, health: prog.health, want200: prog.want200}
+	p := &Process{name: prog.name, health: prog.health, want200: prog.want200, ready: cmp.Or(prog.ready, readyTimeout)}
 	docker := false
 	if prog.image != "" {
 		var err error
@@ -96,6 +99,20 @@ func startMinIO(dir string) (*S3, *Process, error) {
 		},
 		ctrDir: "/data",
 	}, dir, minioAccessKey, minioSecretKey)
+}
+
+// startCephRGW runs a single-host Ceph cluster whose radosgw serves S3
+// (scripts/ceph-rgw.sh, installed from Debian's packages by
+// install-emulators.sh). It has no image: it runs as a local process in
+// both modes. It takes some 20 s to come up on 2 idle cores.
+func startCephRGW(dir string) (*S3, *Process, error) {
+	return startS3(program{
+		name: "ceph-rgw", bin: "bin/ceph-rgw", health: "/",
+		args: func(port int, dataDir string) []string {
+			return []string{strconv.Itoa(port), dataDir}
+		},
+		ready: 4 * time.Minute,
+	}, dir, cephAccessKey, cephSecretKey)
 }
 
 // startS3 launches prog, an S3 server that takes the keys accessKey and
@@ -212,10 +229,18 @@ func createS3Bucket(s *S3) error {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
 	})
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)}); err != nil {
-		return fmt.Errorf("create bucket %q at %s: %w", s.Bucket, s.Endpoint, err)
+	for {
+		_, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(s.Bucket)})
+		if err == nil {
+			return nil
+		}
+		// A fresh Ceph cluster times out (408) while it creates the
+		// bucket's pools: the next attempt finds them.
+		if ctx.Err() != nil || !strings.Contains(err.Error(), "RequestTimeout") {
+			return fmt.Errorf("create bucket %q at %s: %w", s.Bucket, s.Endpoint, err)
+		}
+		time.Sleep(time.Second)
 	}
-	return nil
 }
 
 // createGCSBucket uses the JSON API directly: one POST, no client to set up.

@@ -21,6 +21,14 @@ import (
 // refused, so leases on it would not be exclusive.
 var ErrStoreUnsafe = errors.New("store does not enforce conditional writes")
 
+// ErrCurrentVersionRefused: the store refused a write conditional on the
+// version it had just reported for the object, and still reports it. No
+// lease can be renewed on it. Some S3-compatible servers (Ceph RGW 16)
+// compare If-Match with the ETag unquoted, where S3 quotes it: for them the
+// s3 driver's unquoted_etag=true URL option is the remedy (objlease doctor
+// tries it and says so).
+var ErrCurrentVersionRefused = errors.New("store refuses writes conditional on the current version")
+
 // Report is what Run found.
 type Report struct {
 	Store string // the store's declared name
@@ -160,6 +168,11 @@ func Run(ctx context.Context, store providers.Store, prefix string) (*Report, er
 		return r, err
 	}
 	v2, err := replace(key, "objlease probe 3", v1.Version)
+	if errors.Is(err, providers.ErrPrecondition) {
+		if a, serr := store.Stat(ctx, key); serr == nil && a.Version == v1.Version {
+			return r, fmt.Errorf("probe %q: %w: If-Match with version %s was refused while the store shows that version", key, ErrCurrentVersionRefused, v1.Version)
+		}
+	}
 	if err != nil {
 		return r, fmt.Errorf("probe: replace with the current version: %w", err)
 	}

@@ -59,6 +59,10 @@ type RaceResult struct {
 	// Conflicts and Throttled count the single answers ErrConflict and
 	// ErrThrottled, over all rounds.
 	Conflicts, Throttled int
+	// Unknown counts the answers that left a write's outcome unknown
+	// (providers.ErrUnknownOutcome: a 5xx); each was judged by reading
+	// the object after the round.
+	Unknown int
 	// Failures describes each round that broke the rules; empty if none did.
 	Failures []string
 	// Elapsed is the time the rounds took, the reads after them included.
@@ -209,7 +213,7 @@ func raceRound(ctx context.Context, store providers.Store, k raceKind, key, vers
 	close(start)
 	done.Wait()
 
-	var winners []int
+	var winners, unknown []int
 	refused, retryable := 0, 0
 	for i, err := range errs {
 		switch {
@@ -217,6 +221,9 @@ func raceRound(ctx context.Context, store providers.Store, k raceKind, key, vers
 			winners = append(winners, i)
 		case errors.Is(err, providers.ErrPrecondition), errors.Is(err, providers.ErrNotFound):
 			refused++
+		case errors.Is(err, providers.ErrUnknownOutcome):
+			res.Unknown++
+			unknown = append(unknown, i)
 		case errors.Is(err, providers.ErrConflict):
 			res.Conflicts++
 			retryable++
@@ -225,6 +232,26 @@ func raceRound(ctx context.Context, store providers.Store, k raceKind, key, vers
 			retryable++
 		default:
 			return "", fmt.Errorf("writer %d: %w", i, err)
+		}
+	}
+	if len(unknown) > 0 {
+		// Judged by reading, never guessed: a writer whose answer said
+		// nothing (a 500 to a losing writer, as Ceph RGW gives) won if
+		// the object holds what it wrote, or is gone after its delete
+		// with nobody else told they won; otherwise it lost.
+		obj, err := store.Get(ctx, key, 1<<10)
+		if err != nil && !errors.Is(err, providers.ErrNotFound) {
+			return "", err
+		}
+		for _, i := range unknown {
+			switch {
+			case i >= k.deletes && err == nil && string(obj.Data) == raceData(i):
+				winners = append(winners, i)
+			case i < k.deletes && err != nil && len(winners) == 0:
+				winners = append(winners, i)
+			default:
+				refused++
+			}
 		}
 	}
 	res.Winners[len(winners)]++

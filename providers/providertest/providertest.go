@@ -43,6 +43,12 @@ type Config struct {
 	// Preconditions then sends no DELETE with a stale or made-up version,
 	// which would remove the object; every other check stays.
 	DeleteUnconditional bool
+	// UnknownLosers: the store may answer a racer that lost a
+	// conditional write with a server error (Ceph RGW's 500, which the
+	// driver reports as providers.ErrUnknownOutcome) instead of a refusal.
+	// The races then judge such a racer by reading the object: it lost if
+	// the object does not hold what it wrote.
+	UnknownLosers bool
 	// As checks what Bucket reaches with As and errors.As; nil for a driver
 	// that reaches nothing native (As must refuse a target of no known
 	// type either way).

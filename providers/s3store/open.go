@@ -40,6 +40,7 @@ type urlConfig struct {
 	endpoint, region string
 	pathStyle        *bool // nil: decide from whether an endpoint is set
 	tigrisConsistent bool  // send X-Tigris-Consistent: true to any endpoint
+	unquotedETag     bool  // send If-Match without quotes (UnquotedETags)
 }
 
 func parseURL(u *url.URL) (urlConfig, error) {
@@ -85,8 +86,14 @@ func parseURL(u *url.URL) (urlConfig, error) {
 				return c, bad("tigris_consistent %q is not true or false", v)
 			}
 			c.tigrisConsistent = b
+		case "unquoted_etag":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return c, bad("unquoted_etag %q is not true or false", v)
+			}
+			c.unquotedETag = b
 		default:
-			return c, bad("unknown parameter %q (want endpoint, region, path_style, tigris_consistent)", name)
+			return c, bad("unknown parameter %q (want endpoint, region, path_style, tigris_consistent, unquoted_etag)", name)
 		}
 	}
 	if c.endpoint == "" {
@@ -145,6 +152,9 @@ func open(ctx context.Context, u *url.URL, oo providers.OpenOptions) (*providers
 		o.UsePathStyle = pathStyle
 		if c.tigrisConsistent {
 			TigrisConsistent(o)
+		}
+		if c.unquotedETag {
+			UnquotedETags(o)
 		}
 	})
 	return New(client, c.bucket), c.key, nil

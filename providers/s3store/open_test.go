@@ -37,6 +37,7 @@ func TestParseURL(t *testing.T) {
 		{"s3://bkt/k?endpoint=https://objects.example.com&tigris_consistent=true",
 			urlConfig{bucket: "bkt", key: "k", endpoint: "https://objects.example.com", tigrisConsistent: true}},
 		{"s3://bkt/k?tigris_consistent=false", urlConfig{bucket: "bkt", key: "k"}},
+		{"s3://bkt/k?unquoted_etag=true", urlConfig{bucket: "bkt", key: "k", unquotedETag: true}},
 	}
 	for _, tt := range tests {
 		u, err := url.Parse(tt.url)
@@ -63,6 +64,7 @@ func TestParseURL(t *testing.T) {
 		{"s3://bkt/k?endpoint=127.0.0.1:7070", "not an http(s) URL"},
 		{"s3://bkt/k?path_style=maybe", `"maybe"`},
 		{"s3://bkt/k?tigris_consistent=yes please", `tigris_consistent "yes please" is not true or false`},
+		{"s3://bkt/k?unquoted_etag=1x", `unquoted_etag "1x" is not true or false`},
 		{"s3://bkt/k?region=a&region=b", "2 times"},
 		// Bucket names S3 cannot have, refused before any request and
 		// named as the bucket's fault, not the key's.

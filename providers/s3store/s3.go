@@ -30,6 +30,11 @@
 //   - tigris_consistent: "true" to send X-Tigris-Consistent: true with every
 //     request to a Tigris bucket reached under a name of its own; see
 //     TigrisConsistent. Tigris's own endpoints get it without asking.
+//   - unquoted_etag: "true" to send If-Match without the quotes S3 puts
+//     around an ETag, for servers that compare it with an unquoted one and
+//     refuse every conditional write against the current version (Ceph RGW
+//     16); see UnquotedETags. objlease doctor finds such a server and says
+//     to add it.
 //
 // Credentials come from the SDK's default chain (config.LoadDefaultConfig):
 // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_PROFILE

@@ -133,3 +133,61 @@ func TestNoVersionIDWithConditions(t *testing.T) {
 		t.Errorf("%d DELETE requests, want 1", f.requests(http.MethodDelete))
 	}
 }
+
+// TestUnquotedETags: with the option, If-Match carries the ETag without
+// quotes (Ceph RGW 16 compares it unquoted), on PUT and DELETE alike;
+// If-None-Match: * is left alone. Without it, the ETag is quoted as S3's.
+func TestUnquotedETags(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []func(*s3sdk.Options)
+		want string
+	}{
+		{"default", nil, `"0123abcd"`},
+		{"unquoted", []func(*s3sdk.Options){UnquotedETags}, `0123abcd`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			got := map[string]string{} // method -> If-Match; PUT* -> If-None-Match
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				if v := r.Header.Get("If-None-Match"); v != "" {
+					got["PUT*"] = v
+				} else if v := r.Header.Get("If-Match"); v != "" {
+					got[r.Method] = v
+				}
+				mu.Unlock()
+				awsHeaders(w)
+				if r.Method == http.MethodPut {
+					w.Header().Set("ETag", `"4567"`)
+				}
+				if r.Method == http.MethodDelete {
+					w.WriteHeader(http.StatusNoContent)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			client := s3sdk.New(s3sdk.Options{
+				Region:       "us-east-1",
+				BaseEndpoint: aws.String(srv.URL),
+				UsePathStyle: true,
+				Credentials:  credentials.NewStaticCredentialsProvider("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ""),
+			}, tt.opts...)
+			st := New(client, "bkt")
+			ctx := t.Context()
+			if _, err := st.Create(ctx, "k", []byte("a"), nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Replace(ctx, "k", []byte("b"), nil, "0123abcd"); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Delete(ctx, "k", "0123abcd"); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got["PUT"] != tt.want || got["DELETE"] != tt.want || got["PUT*"] != "*" {
+				t.Errorf("sent If-Match %q on PUT and %q on DELETE, If-None-Match %q; want %q, %q and *", got["PUT"], got["DELETE"], got["PUT*"], tt.want, tt.want)
+			}
+		})
+	}
+}
