@@ -16,10 +16,21 @@
 // with. So a job runs at least once per tick that is triggered, and, once a
 // run of it has succeeded and written the mark, never again for that tick.
 //
-// Which tick it is, is judged on the store's clock: the Last-Modified of
-// the lease record the holder wrote (Now). Triggers on machines whose
-// clocks disagree still agree on the tick; a trigger that fires before the
-// period's start by the store's clock counts for the previous period.
+// # Which tick a trigger is for
+//
+// A period's tick is judged on the store's clock: the Last-Modified of the
+// lease record the holder wrote when it acquired the lease (Now). Triggers
+// on machines whose clocks disagree still agree on the tick. The tick
+// names the period's start and its length (Of), so that an hour and a day
+// that start together are different ticks. Periods are aligned to the
+// Unix epoch: those that divide a day start at midnight UTC, weeks (168h)
+// on Thursdays. Schedulers fire at a period's start, and a scheduler whose
+// clock runs ahead of the store's lands just before it by the store's
+// clock: a trigger within Early(period) (a quarter of the period, at most
+// 30 s) before a period's start counts for that period, not the one
+// before. A trigger that lands earlier than that counts for the period
+// before; one that waited for the lease counts for the period in which it
+// acquired it.
 package tick
 
 import (
@@ -28,6 +39,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -53,11 +67,68 @@ const markVersion = 1
 // Key is the key of the mark of the lease at leaseKey.
 func Key(leaseKey string) string { return leaseKey + ".tick" }
 
-// Of returns the tick of period that holds t: t truncated to a whole number
-// of periods since the Unix epoch, in RFC 3339 (UTC). Periods that divide a
-// day start at midnight UTC.
+// MaxEarly bounds how long before a period's start a trigger counts for
+// that period (see Early).
+const MaxEarly = 30 * time.Second
+
+// Early is how long before the start of a period of the given length a
+// trigger counts for it: a quarter of the period, at most MaxEarly.
+func Early(period time.Duration) time.Duration { return min(period/4, MaxEarly) }
+
+// Start returns the start of the period that holds t: t rounded down to a
+// whole number of periods since the Unix epoch, in UTC. period must be
+// positive.
+func Start(t time.Time, period time.Duration) time.Time {
+	if period <= 0 {
+		panic(fmt.Sprintf("tick: period %v is not positive", period))
+	}
+	if period%time.Second == 0 {
+		p, s := int64(period/time.Second), t.Unix()
+		return time.Unix(s-mod(s, p), 0).UTC()
+	}
+	ns := new(big.Int).Mul(big.NewInt(t.Unix()), big.NewInt(int64(time.Second)))
+	ns.Add(ns, big.NewInt(int64(t.Nanosecond())))
+	ns.Sub(ns, new(big.Int).Mod(ns, big.NewInt(int64(period)))) // Mod is Euclidean: never negative
+	sec, nsec := new(big.Int).DivMod(ns, big.NewInt(int64(time.Second)), new(big.Int))
+	return time.Unix(sec.Int64(), nsec.Int64()).UTC()
+}
+
+// mod is a mod p, never negative.
+func mod(a, p int64) int64 {
+	r := a % p
+	if r < 0 {
+		r += p
+	}
+	return r
+}
+
+// Of returns the tick of a trigger judged at t (the store's time of its
+// acquisition, Now) on a schedule of the given period: the period that
+// holds t + Early(period), as its start in RFC 3339 (UTC) and its length
+// as an ISO 8601 duration, "2026-12-07T00:00:00Z/PT24H". The period is
+// part of the tick: an hour and a day that start together are different
+// ticks. period must be positive.
 func Of(t time.Time, period time.Duration) string {
-	return t.UTC().Truncate(period).Format(time.RFC3339)
+	return Start(t.Add(Early(period)), period).Format(time.RFC3339Nano) + "/" + isoDuration(period)
+}
+
+// isoDuration is d (positive) as an ISO 8601 duration of hours, minutes
+// and seconds: PT24H, PT1H30M, PT1.5S.
+func isoDuration(d time.Duration) string {
+	var b strings.Builder
+	b.WriteString("PT")
+	if h := d / time.Hour; h > 0 {
+		b.WriteString(strconv.FormatInt(int64(h), 10) + "H")
+		d -= h * time.Hour
+	}
+	if m := d / time.Minute; m > 0 {
+		b.WriteString(strconv.FormatInt(int64(m), 10) + "M")
+		d -= m * time.Minute
+	}
+	if d > 0 {
+		b.WriteString(strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "S")
+	}
+	return b.String()
 }
 
 // Now returns the store's time of l's last write (its Last-Modified), by

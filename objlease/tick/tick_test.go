@@ -58,11 +58,19 @@ func TestOf(t *testing.T) {
 		period time.Duration
 		want   string
 	}{
-		{time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC), time.Hour, "2026-12-04T03:00:00Z"},
-		{time.Date(2026, 12, 4, 3, 59, 59, 999, time.UTC), time.Hour, "2026-12-04T03:00:00Z"},
-		{time.Date(2026, 12, 4, 2, 59, 59, 0, time.UTC), time.Hour, "2026-12-04T02:00:00Z"},
-		{time.Date(2026, 12, 4, 23, 0, 0, 0, time.FixedZone("x", -5*3600)), 24 * time.Hour, "2026-12-05T00:00:00Z"},
-		{time.Date(2026, 12, 4, 3, 14, 0, 0, time.UTC), 15 * time.Minute, "2026-12-04T03:00:00Z"},
+		{time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC), time.Hour, "2026-12-04T03:00:00Z/PT1H"},
+		{time.Date(2026, 12, 4, 3, 59, 29, 999, time.UTC), time.Hour, "2026-12-04T03:00:00Z/PT1H"},
+		// Within Early (30 s) of the next hour: that hour's.
+		{time.Date(2026, 12, 4, 2, 59, 30, 0, time.UTC), time.Hour, "2026-12-04T03:00:00Z/PT1H"},
+		{time.Date(2026, 12, 4, 2, 59, 29, 999_999_999, time.UTC), time.Hour, "2026-12-04T02:00:00Z/PT1H"},
+		{time.Date(2026, 12, 4, 23, 0, 0, 0, time.FixedZone("x", -5*3600)), 24 * time.Hour, "2026-12-05T00:00:00Z/PT24H"},
+		{time.Date(2026, 12, 4, 3, 14, 0, 0, time.UTC), 15 * time.Minute, "2026-12-04T03:00:00Z/PT15M"},
+		// A quarter of a 1 s period is 250 ms.
+		{time.Date(2026, 12, 4, 3, 14, 0, 749_000_000, time.UTC), time.Second, "2026-12-04T03:14:00Z/PT1S"},
+		{time.Date(2026, 12, 4, 3, 14, 0, 750_000_000, time.UTC), time.Second, "2026-12-04T03:14:01Z/PT1S"},
+		// 03:14:00 is a whole number of 1.5 s periods since the epoch.
+		{time.Date(2026, 12, 4, 3, 14, 1, 200_000_000, time.UTC), 1500 * time.Millisecond, "2026-12-04T03:14:01.5Z/PT1.5S"}, // within 375 ms of it
+		{time.Date(2026, 12, 4, 3, 14, 1, 0, time.UTC), 1500 * time.Millisecond, "2026-12-04T03:14:00Z/PT1.5S"},
 	} {
 		if got := tick.Of(tc.t, tc.period); got != tc.want {
 			t.Errorf("Of(%v, %v) = %s, want %s", tc.t, tc.period, got, tc.want)
@@ -206,8 +214,8 @@ func TestTickByTheStoresClock(t *testing.T) {
 		l.Release(ctx)
 		storeNow = storeNow.Add(2 * time.Second)
 	}
-	if ticks[0] != "2026-12-04T03:00:00Z" || ticks[1] != ticks[0] {
-		t.Errorf("ticks %v, want both 2026-12-04T03:00:00Z (the store's), whatever the triggers' clocks say", ticks)
+	if ticks[0] != "2026-12-04T03:00:00Z/PT1H" || ticks[1] != ticks[0] {
+		t.Errorf("ticks %v, want both 2026-12-04T03:00:00Z/PT1H (the store's), whatever the triggers' clocks say", ticks)
 	}
 }
 
@@ -227,5 +235,98 @@ func TestForeignMarkIsLeftAlone(t *testing.T) {
 	obj, err := store.Get(ctx, "jobs/nightly.tick", 0)
 	if err != nil || string(obj.Data) != "notes" {
 		t.Errorf("the foreign object is now %q, %v", obj.Data, err)
+	}
+}
+
+// The period is part of the tick: the hour that starts at midnight is not
+// the day that does, nor is a 1-minute period the 2-minute one starting
+// with it.
+func TestOfNamesThePeriod(t *testing.T) {
+	midnight := time.Date(2026, 12, 4, 0, 0, 10, 0, time.UTC)
+	for _, tc := range []struct {
+		period time.Duration
+		want   string
+	}{
+		{time.Minute, "2026-12-04T00:00:00Z/PT1M"},
+		{2 * time.Minute, "2026-12-04T00:00:00Z/PT2M"},
+		{time.Hour, "2026-12-04T00:00:00Z/PT1H"},
+		{24 * time.Hour, "2026-12-04T00:00:00Z/PT24H"},
+		{90 * time.Minute, "2026-12-04T00:00:00Z/PT1H30M"},
+		{time.Second, "2026-12-04T00:00:10Z/PT1S"},
+	} {
+		if got := tick.Of(midnight, tc.period); got != tc.want {
+			t.Errorf("Of(%v, %v) = %s, want %s", midnight, tc.period, got, tc.want)
+		}
+	}
+}
+
+// Periods are aligned to the Unix epoch: weeks start on Thursday
+// (1970-01-01 was one), 5-hour periods at 00:00, 05:00, 10:00 ... of
+// 1970-01-01 and every 5 hours since.
+func TestOfAlignsToTheEpoch(t *testing.T) {
+	for _, tc := range []struct {
+		t      time.Time
+		period time.Duration
+		want   string
+	}{
+		{time.Date(2026, 12, 9, 12, 0, 0, 0, time.UTC), 168 * time.Hour, "2026-12-03T00:00:00Z/PT168H"},
+		{time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC), 168 * time.Hour, "2026-12-03T00:00:00Z/PT168H"},
+		{time.Date(2026, 12, 4, 3, 30, 0, 0, time.UTC), 5 * time.Hour, "2026-12-04T01:00:00Z/PT5H"},
+		{time.Date(1970, 1, 1, 9, 59, 0, 0, time.UTC), 5 * time.Hour, "1970-01-01T05:00:00Z/PT5H"},
+		{time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC), 5 * time.Hour, "1969-12-31T19:00:00Z/PT5H"},
+	} {
+		if got := tick.Of(tc.t, tc.period); got != tc.want {
+			t.Errorf("Of(%v, %v) = %s, want %s", tc.t, tc.period, got, tc.want)
+		}
+	}
+}
+
+// A trigger is judged on the store's clock at its acquisition. One that
+// lands a little before a period's start by the store's clock (the
+// scheduler's clock ahead of the store's, or one start of a trigger
+// started twice) counts for that period, whichever way the clocks
+// disagree; one that lands a period's start late counts for it too.
+func TestTriggerAtTheBoundaryCountsForTheNextPeriod(t *testing.T) {
+	ctx := t.Context()
+	midnight := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	for _, skew := range []time.Duration{-20 * time.Second, -2 * time.Second, -100 * time.Millisecond, 0, 100 * time.Millisecond, 2 * time.Second, time.Hour} {
+		storeNow := midnight.Add(skew)
+		store := mem.New(mem.WithClock(func() time.Time { return storeNow }))
+		// The scheduler fires at its midnight; its clock is the trigger's.
+		l := trigger(t, store, "a", clock.NewFake(midnight))
+		at, err := tick.Now(ctx, store, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tick.Of(at, 24*time.Hour); got != "2026-12-05T00:00:00Z/PT24H" {
+			t.Errorf("store clock %v off the scheduler's: tick %s, want 2026-12-05T00:00:00Z/PT24H", skew, got)
+		}
+	}
+	// Past Early (30 s for a day) before midnight, a trigger counts for
+	// the day before, as documented.
+	store := mem.New(mem.WithClock(func() time.Time { return midnight.Add(-31 * time.Second) }))
+	l := trigger(t, store, "a", clock.NewFake(midnight))
+	if at, err := tick.Now(ctx, store, l); err != nil || tick.Of(at, 24*time.Hour) != "2026-12-04T00:00:00Z/PT24H" {
+		t.Errorf("31 s before midnight by the store's clock: tick %s, %v; want 2026-12-04T00:00:00Z/PT24H", tick.Of(at, 24*time.Hour), err)
+	}
+	// A trigger started twice, its starts straddling midnight by the
+	// store's clock: the job runs once.
+	storeNow := midnight.Add(-400 * time.Millisecond)
+	store = mem.New(mem.WithClock(func() time.Time { return storeNow }))
+	runs := 0
+	for _, holder := range []string{"a", "b"} {
+		l := trigger(t, store, holder, clock.NewFake(midnight))
+		at, err := tick.Now(ctx, store, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := tick.Once(ctx, store, l, tick.Of(at, 24*time.Hour), func(context.Context) error { runs++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
+		storeNow = storeNow.Add(800 * time.Millisecond)
+	}
+	if runs != 1 {
+		t.Errorf("a trigger started twice across midnight ran the job %d times, want once", runs)
 	}
 }
