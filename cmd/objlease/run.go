@@ -138,6 +138,10 @@ func (c *cli) runCmd(fs *flagSet) action {
 			return errors.New("--once-per and --tick both name the tick: give one")
 		case fs.isSet("tick") && strings.TrimSpace(*tickID) == "":
 			return errors.New("--tick is empty (an unset variable?): give the scheduler's id of the run")
+		case fs.isSet("tick"):
+			if err := tick.CheckID(*tickID); err != nil {
+				return fmt.Errorf("--tick: %w", err)
+			}
 		case *slots > 0 && (fs.isSet("once-per") || fs.isSet("tick")):
 			return errors.New("--once-per or --tick with --slots: each slot is a lease of its own, so one slot's mark cannot keep another from running the tick")
 		}
@@ -186,6 +190,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 			}
 			return c.runHolding(url, sl.Lease, argv, *grace, "", false, nil, "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
 		}
+		once := oncePer > 0 || *tickID != ""
 		cl, err := c.client(ctx, &lf, url)
 		if err != nil {
 			return opErr("run", url, err)
@@ -201,16 +206,16 @@ func (c *cli) runCmd(fs *flagSet) action {
 			c.release(l)
 			return opErr("run", url, i)
 		}
-		if oncePer == 0 && *tickID == "" {
+		if !once {
 			return c.runHolding(url, l, argv, *grace, *commit, *allowEmpty, nil)
 		}
-		id, prev, err := c.tickOf(ctx, cl.Store(), l, oncePer, *tickID)
+		id, done, err := c.tickOf(ctx, cl.Store(), l, oncePer, *tickID)
 		if err != nil {
 			c.release(l)
 			return opErr("run", url, err)
 		}
-		if prev != nil && prev.Tick == id {
-			c.say(fmt.Sprintf("run %s: tick %s was done by token %d (%s); not running the command again", url, id, prev.Token, showHolder(prev.Holder)))
+		if done != nil {
+			c.say(fmt.Sprintf("run %s: tick %s was done by token %d (%s); not running the command again", url, id, done.Token, showHolder(done.Holder)))
 			return c.release(l)
 		}
 		markDone := func() error {
@@ -224,8 +229,8 @@ func (c *cli) runCmd(fs *flagSet) action {
 }
 
 // tickOf is the tick a run under l is for, id if given, else the period
-// that holds the store's time of l's acquisition; and the mark of the last
-// tick done (nil if none).
+// that holds the store's time of l's acquisition (with tick.Early's
+// tolerance); and the mark of that tick if it was done (nil if not).
 func (c *cli) tickOf(ctx context.Context, store providers.Store, l *objlease.Lease, period time.Duration, id string) (string, *tick.Mark, error) {
 	if id == "" {
 		at, err := tick.Now(ctx, store, l)
@@ -234,8 +239,14 @@ func (c *cli) tickOf(ctx context.Context, store providers.Store, l *objlease.Lea
 		}
 		id = tick.Of(at, period)
 	}
-	prev, err := tick.Last(ctx, store, l.Key())
-	return id, prev, err
+	marks, err := tick.Read(ctx, store, l.Key())
+	if err != nil {
+		return "", nil, err
+	}
+	if done := marks.Find(id); done != nil {
+		return id, done, nil
+	}
+	return id, nil, nil
 }
 
 // takeSlot takes one slot of the semaphore of n slots at rawURL, waiting

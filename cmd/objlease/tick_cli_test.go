@@ -92,6 +92,20 @@ func wantSkipped(t *testing.T, what string, code int, out, stderr string) {
 	}
 }
 
+// A tick redelivered after a later one (Pub/Sub redelivers out of order)
+// finds itself done: every tick done is remembered, not only the last.
+func TestTickRedeliveredAfterALaterOneIsDone(t *testing.T) {
+	u := "file://" + filepath.Join(t.TempDir(), "job")
+	code, out, errOut := trigger(t, u, "--tick", "build-41")
+	wantRan(t, "build-41", code, out, errOut, "1", "build-41")
+	code, out, errOut = trigger(t, u, "--tick", "build-42")
+	wantRan(t, "build-42", code, out, errOut, "2", "build-42")
+	code, out, errOut = trigger(t, u, "--tick", "build-41")
+	wantSkipped(t, "build-41 redelivered after build-42", code, out, errOut)
+	code, out, errOut = trigger(t, u, "--tick", "build-42")
+	wantSkipped(t, "build-42 redelivered", code, out, errOut)
+}
+
 // The period is part of the tick: a key whose --once-per changes, or two
 // schedules of different periods sharing a key, do not find each other's
 // ticks done where their periods start together.
@@ -106,8 +120,8 @@ func TestTickPeriodIsPartOfTheTick(t *testing.T) {
 	wantRan(t, "--once-per 1h", code, out, errOut, "3", `2026-12-04T00:00:00Z/PT1H`)
 	code, out, errOut = trigger(t, clockURL(dir, "job", at.Add(3*time.Second)), "--once-per", "24h")
 	wantRan(t, "--once-per 24h after 1h", code, out, errOut, "4", `2026-12-04T00:00:00Z/PT24H`)
-	code, out, errOut = trigger(t, clockURL(dir, "job", at.Add(4*time.Second)), "--once-per", "24h")
-	wantSkipped(t, "--once-per 24h again", code, out, errOut)
+	code, out, errOut = trigger(t, clockURL(dir, "job", at.Add(4*time.Second)), "--once-per", "1h")
+	wantSkipped(t, "--once-per 1h again", code, out, errOut)
 }
 
 // Periods are aligned to the Unix epoch, as the help says: weeks start on
@@ -119,6 +133,30 @@ func TestTickPeriodsAlignToTheEpoch(t *testing.T) {
 	wantRan(t, "--once-per 168h", code, out, errOut, "1", `2026-12-03T00:00:00Z/PT168H`) // a Thursday
 	code, out, errOut = trigger(t, clockURL(dir, "5h", time.Date(2026, 12, 4, 3, 30, 0, 0, time.UTC)), "--once-per", "5h")
 	wantRan(t, "--once-per 5h", code, out, errOut, "1", `2026-12-04T01:00:00Z/PT5H`)
+}
+
+// Ids are checked before the lease is taken: one too long to remember,
+// one not UTF-8, one with a newline (a forged log line) exit 64 and write
+// nothing. The key then works as before.
+func TestTickIDsAreCheckedBeforeAcquiring(t *testing.T) {
+	dir := t.TempDir()
+	u := "file://" + filepath.Join(dir, "job")
+	for _, id := range []string{strings.Repeat("x", 5000), "build-\xff", "build-1\nobjlease: forged"} {
+		code, out, errOut := trigger(t, u, "--tick", id)
+		if code != exitUsage || out != "" {
+			t.Errorf("--tick %.40q: exit %d, stdout %.60q; want 64 and the command not run; stderr:\n%.300s", id, code, out, errOut)
+		}
+		if strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "--tick") {
+			t.Errorf("--tick %.40q: stderr %.300q; want one line about --tick", id, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "job")); err == nil {
+			t.Fatalf("--tick %.40q: the lease was taken for a tick refused", id)
+		}
+	}
+	code, out, errOut := trigger(t, u, "--tick", "build-1")
+	wantRan(t, "a good id after the refused ones", code, out, errOut, "1", "build-1")
+	code, out, errOut = trigger(t, u, "--tick", "build-2")
+	wantRan(t, "the next id", code, out, errOut, "2", "build-2")
 }
 
 // A trigger is judged on the store's clock at its acquisition; one that
@@ -153,4 +191,21 @@ func TestTickAtTheBoundaryWithSkewedStoreClocks(t *testing.T) {
 	wantRan(t, "the first start, before midnight", code, out, errOut, "1", `2026-12-05T00:00:00Z/PT24H`)
 	code, out, errOut = trigger(t, clockURL(dir, "nightly", midnight.Add(400*time.Millisecond)), "--once-per", "24h")
 	wantSkipped(t, "the second start, after midnight", code, out, errOut)
+}
+
+// Another job's lease named KEY.tick, where this job's mark belongs, is
+// left alone, and the message does not advise deleting it.
+func TestTickMarkKeyHeldByAnotherLease(t *testing.T) {
+	dir := t.TempDir()
+	u := "file://" + filepath.Join(dir, "job")
+	if code, _, errOut := tickCLI(t, "acquire", "--holder", "other-job", u+".tick"); code != 0 {
+		t.Fatalf("acquire job.tick: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := trigger(t, u, "--tick", "a")
+	if code != 65 || out != "" {
+		t.Fatalf("run beside a lease at job.tick: exit %d, stdout %q; want 65 and the command not run; stderr:\n%s", code, out, errOut)
+	}
+	if strings.Contains(errOut, "remove") || !strings.Contains(errOut, "lease") {
+		t.Errorf("stderr %q: want it to say a lease is there, without advice to remove it", errOut)
+	}
 }

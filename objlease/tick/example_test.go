@@ -29,19 +29,20 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		ran, prev, err := tick.Once(ctx, store, l, tick.Of(at, time.Hour), func(ctx context.Context) error {
-			fmt.Printf("%s delivery: running the job with token %d\n", delivery, l.Token())
+		id := tick.Of(at, time.Hour) // "2026-12-04T03:00:00Z/PT1H"
+		ran, done, err := tick.Once(ctx, store, l, id, func(ctx context.Context) error {
+			fmt.Printf("%s delivery: running the job for %s with token %d\n", delivery, id, l.Token())
 			return nil
 		})
 		if err != nil {
 			panic(err)
 		}
 		if !ran {
-			fmt.Printf("%s delivery: the hour was done by token %d\n", delivery, prev.Token)
+			fmt.Printf("%s delivery: %s was done by token %d\n", delivery, id, done.Token)
 		}
 		l.Release(ctx)
 	}
 	// Output:
-	// first delivery: running the job with token 1
-	// second delivery: the hour was done by token 1
+	// first delivery: running the job for 2026-12-04T03:00:00Z/PT1H with token 1
+	// second delivery: 2026-12-04T03:00:00Z/PT1H was done by token 1
 }

@@ -2,7 +2,10 @@ package tick_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,16 +90,16 @@ func TestSecondTriggerOfATickDoesNotRun(t *testing.T) {
 	job := func(context.Context) error { runs++; return nil }
 
 	first := trigger(t, store, "a", clock.NewFake(epoch))
-	ran, prev, err := tick.Once(ctx, store, first, "T1", job)
-	if err != nil || !ran || prev != nil {
-		t.Fatalf("first trigger: ran %v, prev %+v, %v; want it to run", ran, prev, err)
+	ran, done, err := tick.Once(ctx, store, first, "T1", job)
+	if err != nil || !ran || done != nil {
+		t.Fatalf("first trigger: ran %v, done %+v, %v; want it to run", ran, done, err)
 	}
 	first.Release(ctx)
 
 	second := trigger(t, store, "b", clock.NewFake(epoch))
-	ran, prev, err = tick.Once(ctx, store, second, "T1", job)
-	if err != nil || ran || prev == nil || prev.Token != 1 || prev.Holder != "a" {
-		t.Fatalf("second trigger of T1: ran %v, prev %+v, %v; want not run, done by token 1 of a", ran, prev, err)
+	ran, done, err = tick.Once(ctx, store, second, "T1", job)
+	if err != nil || ran || done == nil || done.Token != 1 || done.Holder != "a" {
+		t.Fatalf("second trigger of T1: ran %v, done %+v, %v; want not run, done by token 1 of a", ran, done, err)
 	}
 	if second.Token() != 2 {
 		t.Errorf("second trigger's token %d, want 2", second.Token())
@@ -165,7 +168,7 @@ func TestUnfinishedTickRunsAgain(t *testing.T) {
 
 	// b's job runs and b dies (its lease expires, no mark).
 	dying := trigger(t, store, "b", clock.NewFake(epoch))
-	if m, err := tick.Last(ctx, store, dying.Key()); err != nil || m != nil {
+	if m, err := tick.Read(ctx, store, dying.Key()); err != nil || m.Last() != nil {
 		t.Fatalf("mark after a failed job: %+v, %v; want none", m, err)
 	}
 
@@ -191,7 +194,7 @@ func TestStaleHolderCannotMark(t *testing.T) {
 	if !errors.Is(err, fence.ErrStale) {
 		t.Fatalf("stale holder's mark: %v, want fence.ErrStale", err)
 	}
-	if m, _ := tick.Last(ctx, store, "jobs/nightly"); m == nil || m.Token != 2 {
+	if m, _ := tick.Read(ctx, store, "jobs/nightly"); m == nil || m.Last() == nil || m.Last().Token != 2 {
 		t.Errorf("mark %+v, want token 2's", m)
 	}
 }
@@ -238,6 +241,27 @@ func TestForeignMarkIsLeftAlone(t *testing.T) {
 	}
 }
 
+// A tick redelivered after a later one (Pub/Sub redelivers out of order)
+// finds itself done: the mark remembers every tick done, not only the
+// last.
+func TestEveryTickDoneIsRemembered(t *testing.T) {
+	ctx := t.Context()
+	store := mem.New()
+	runs := map[string]int{}
+	for i, id := range []string{"build-41", "build-42", "build-41", "build-42", "build-43", "build-41"} {
+		l := trigger(t, store, string(rune('a'+i)), clock.NewFake(epoch))
+		if _, _, err := tick.Once(ctx, store, l, id, func(context.Context) error { runs[id]++; return nil }); err != nil {
+			t.Fatalf("trigger %d (%s): %v", i, id, err)
+		}
+		l.Release(ctx)
+	}
+	for id, n := range runs {
+		if n != 1 {
+			t.Errorf("%s ran %d times, want once", id, n)
+		}
+	}
+}
+
 // The period is part of the tick: the hour that starts at midnight is not
 // the day that does, nor is a 1-minute period the 2-minute one starting
 // with it.
@@ -278,6 +302,25 @@ func TestOfAlignsToTheEpoch(t *testing.T) {
 		if got := tick.Of(tc.t, tc.period); got != tc.want {
 			t.Errorf("Of(%v, %v) = %s, want %s", tc.t, tc.period, got, tc.want)
 		}
+	}
+}
+
+// An id that could not be remembered, or would forge a log line, is
+// refused before the job runs, and the key works as before.
+func TestBadIDsAreRefusedBeforeTheJobRuns(t *testing.T) {
+	ctx := t.Context()
+	store := mem.New()
+	for i, id := range []string{strings.Repeat("x", 5000), "build-\xff", "build-1\nobjlease: forged", "", " build-1"} {
+		l := trigger(t, store, string(rune('a'+i)), clock.NewFake(epoch))
+		ran, _, err := tick.Once(ctx, store, l, id, func(context.Context) error { return nil })
+		if ran || err == nil {
+			t.Errorf("id %.40q: ran %v, %v; want refused without running", id, ran, err)
+		}
+		l.Release(ctx)
+	}
+	l := trigger(t, store, "z", clock.NewFake(epoch))
+	if ran, _, err := tick.Once(ctx, store, l, "build-1", func(context.Context) error { return nil }); !ran || err != nil {
+		t.Fatalf("a good id after the refused ones: ran %v, %v", ran, err)
 	}
 }
 
@@ -328,5 +371,112 @@ func TestTriggerAtTheBoundaryCountsForTheNextPeriod(t *testing.T) {
 	}
 	if runs != 1 {
 		t.Errorf("a trigger started twice across midnight ran the job %d times, want once", runs)
+	}
+}
+
+// Another job's lease where the mark belongs is reported as such, left
+// alone, and nobody is told to remove it.
+func TestLeaseAtTheMarkKeyIsLeftAlone(t *testing.T) {
+	ctx := t.Context()
+	store := mem.New()
+	other, err := objlease.New(store, "jobs/nightly.tick", objlease.Options{TTL: 30 * time.Second, Holder: "other-job"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ol, err := other.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := trigger(t, store, "a", clock.NewFake(epoch))
+	ran, _, err := tick.Once(ctx, store, l, "T1", func(context.Context) error { return nil })
+	if ran || !errors.Is(err, tick.ErrBadMark) {
+		t.Fatalf("a lease at the mark's key: ran %v, %v; want ErrBadMark and no run", ran, err)
+	}
+	if strings.Contains(err.Error(), "remove") || !strings.Contains(err.Error(), "lease") {
+		t.Errorf("%v: want it to name a lease there, without advice to remove it", err)
+	}
+	if err := ol.Release(ctx); err != nil {
+		t.Errorf("the other job's lease was disturbed: %v", err)
+	}
+}
+
+// The mark remembers the newest Remembered ticks: the oldest past them is
+// forgotten, and a trigger of it runs the job again.
+func TestMarkRemembersTheNewestTicks(t *testing.T) {
+	ctx := t.Context()
+	store := mem.New()
+	l := trigger(t, store, "a", clock.NewFake(epoch))
+	// A mark that remembers as many ticks as it can, as Done writes one.
+	full := struct {
+		Version int         `json:"objlease_tick"`
+		Ticks   []tick.Mark `json:"ticks"`
+	}{Version: 2}
+	for i := range tick.Remembered {
+		full.Ticks = append(full.Ticks, tick.Mark{Tick: fmt.Sprintf("build-%d", i), Token: 1, Holder: "a", DoneAt: epoch})
+	}
+	b, err := json.Marshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Create(ctx, tick.Key("jobs/nightly"), b, map[string]string{fence.TokenKey: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	last := fmt.Sprintf("build-%d", tick.Remembered)
+	if err := tick.Done(ctx, store, l, last); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tick.Read(ctx, store, "jobs/nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Ticks) != tick.Remembered || m.Ticks[0].Tick != "build-1" || m.Last().Tick != last {
+		t.Fatalf("mark holds %d ticks, %s to %s; want the newest %d", len(m.Ticks), m.Ticks[0].Tick, m.Last().Tick, tick.Remembered)
+	}
+	for _, tc := range []struct {
+		id  string
+		ran bool
+	}{{"build-1", false}, {last, false}, {"build-0", true}} {
+		if ran, _, err := tick.Once(ctx, store, l, tc.id, func(context.Context) error { return nil }); err != nil || ran != tc.ran {
+			t.Errorf("%s: ran %v, %v; want ran %v", tc.id, ran, err, tc.ran)
+		}
+	}
+}
+
+// Ticks marked by several writers at once are all kept: each write reads
+// the mark and writes it back on the version it read.
+func TestMarkKeepsTicksMarkedMeanwhile(t *testing.T) {
+	ctx := t.Context()
+	store := mem.New()
+	l := trigger(t, store, "a", clock.NewFake(epoch))
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			if err := tick.Done(ctx, store, l, fmt.Sprintf("t%d", i)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	m, err := tick.Read(ctx, store, "jobs/nightly")
+	if err != nil || len(m.Ticks) != 5 {
+		t.Fatalf("mark %+v, %v; want the 5 ticks", m, err)
+	}
+}
+
+func TestCheckID(t *testing.T) {
+	for _, id := range []string{"build-41", "2026-12-07T00:00:00Z/PT24H", "projects/p/locations/l/jobs/nightly", "夜間 #42", "a b", `"quoted"`, strings.Repeat("x", tick.MaxIDBytes)} {
+		if err := tick.CheckID(id); err != nil {
+			t.Errorf("CheckID(%q): %v", id, err)
+		}
+	}
+	for _, id := range []string{"", " ", strings.Repeat("x", tick.MaxIDBytes+1), "a\xffb", "a\nb", "a\tb", "a\x00b", "a\u2028b", "a\u202eb", " a", "a "} {
+		err := tick.CheckID(id)
+		if !errors.Is(err, tick.ErrBadTick) {
+			t.Errorf("CheckID(%.40q): %v, want ErrBadTick", id, err)
+			continue
+		}
+		if strings.ContainsAny(err.Error(), "\n\r") || len(err.Error()) > 400 {
+			t.Errorf("CheckID(%.40q): the message spans lines or is long: %q", id, err)
+		}
 	}
 }
