@@ -155,6 +155,17 @@ func usagef(format string, args ...any) error {
 	return &tagged{fmt.Sprintf(format, args...), errUsage}
 }
 
+// saidError is err with what it means for the command said first ("the
+// command exited 0, but its tick could not be marked done"); the reason
+// that follows is err's, as short as any other.
+type saidError struct {
+	what string
+	err  error
+}
+
+func (e *saidError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *saidError) Unwrap() error { return e.err }
+
 // opError is a command's failure on one URL: "inspect s3://b/k: ...".
 type opError struct {
 	op  string
@@ -195,7 +206,10 @@ func reason(err error, rawURL string) string {
 	var ste *storeTimeoutError
 	var notHolder *notHolderError
 	var timeout *providers.TimeoutError
+	var said *saidError
 	switch {
+	case errors.As(err, &said):
+		return said.what + ": " + reason(said.err, rawURL)
 	case errors.As(err, &in):
 		return in.Error()
 	case errors.As(err, &te):

@@ -191,7 +191,12 @@ func (c *cli) runCmd(fs *flagSet) action {
 			return c.runHolding(url, sl.Lease, argv, *grace, "", false, nil, "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
 		}
 		once := oncePer > 0 || *tickID != ""
-		cl, err := c.client(ctx, &lf, url)
+		var cl *objlease.Client
+		if once {
+			cl, err = c.tickClient(ctx, &lf, url)
+		} else {
+			cl, err = c.client(ctx, &lf, url)
+		}
 		if err != nil {
 			return opErr("run", url, err)
 		}
@@ -228,9 +233,52 @@ func (c *cli) runCmd(fs *flagSet) action {
 	}
 }
 
+// tickClient opens the lease at rawURL for a run once per tick: its
+// tokens stay above the token of its tick mark (tick.Floor), so that a
+// lease record deleted or recreated by hand cannot start again below the
+// mark, where no run could mark a tick done. It says so when the record
+// shows that has happened. A key whose mark's key the store refuses is
+// refused here, before anything is acquired.
+func (c *cli) tickClient(ctx context.Context, lf *leaseFlags, rawURL string) (*objlease.Client, error) {
+	store, key, err := c.open(ctx, rawURL, true)
+	if err != nil {
+		return nil, err
+	}
+	floor, err := tick.Floor(ctx, store, key)
+	if err != nil {
+		store.Close()
+		if errors.Is(err, providers.ErrInvalidKey) {
+			return nil, &saidError{"the lease's tick mark cannot be kept beside it; give the lease a shorter key", err}
+		}
+		return nil, err
+	}
+	opts := lf.options(c.log)
+	if floor > 0 && (opts.MinToken == nil || *opts.MinToken < floor) {
+		opts.MinToken = &floor
+	}
+	cl, err := objlease.New(store, key, opts)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if floor > 0 {
+		if st, err := cl.Inspect(ctx); err == nil && (st.Record == nil || st.Record.Token < floor) {
+			what := "is gone"
+			if st.Record != nil {
+				what = fmt.Sprintf("shows token %d", st.Record.Token)
+			}
+			c.log.Warn(fmt.Sprintf("lease %q: its record %s, below token %d, which wrote its tick mark %q: the record was deleted or recreated; tokens go on above %d, so that ticks can still be marked done",
+				key, what, floor, tick.Key(key), *opts.MinToken))
+		}
+	}
+	return cl, nil
+}
+
 // tickOf is the tick a run under l is for, id if given, else the period
 // that holds the store's time of l's acquisition (with tick.Early's
-// tolerance); and the mark of that tick if it was done (nil if not).
+// tolerance); and the mark of that tick if it was done (nil if not). A
+// lease whose token is below the mark's is refused (tick.ErrBelowMark):
+// it could not mark the tick done.
 func (c *cli) tickOf(ctx context.Context, store providers.Store, l *objlease.Lease, period time.Duration, id string) (string, *tick.Mark, error) {
 	if id == "" {
 		at, err := tick.Now(ctx, store, l)
@@ -246,7 +294,7 @@ func (c *cli) tickOf(ctx context.Context, store providers.Store, l *objlease.Lea
 	if done := marks.Find(id); done != nil {
 		return id, done, nil
 	}
-	return id, nil, nil
+	return id, nil, marks.Check(l)
 }
 
 // takeSlot takes one slot of the semaphore of n slots at rawURL, waiting

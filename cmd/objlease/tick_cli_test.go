@@ -137,7 +137,8 @@ func TestTickPeriodsAlignToTheEpoch(t *testing.T) {
 
 // Ids are checked before the lease is taken: one too long to remember,
 // one not UTF-8, one with a newline (a forged log line) exit 64 and write
-// nothing. The key then works as before.
+// nothing; a lease key whose mark's key the store refuses exits 64
+// before acquiring. The key then works as before.
 func TestTickIDsAreCheckedBeforeAcquiring(t *testing.T) {
 	dir := t.TempDir()
 	u := "file://" + filepath.Join(dir, "job")
@@ -157,6 +158,48 @@ func TestTickIDsAreCheckedBeforeAcquiring(t *testing.T) {
 	wantRan(t, "a good id after the refused ones", code, out, errOut, "1", "build-1")
 	code, out, errOut = trigger(t, u, "--tick", "build-2")
 	wantRan(t, "the next id", code, out, errOut, "2", "build-2")
+
+	long := "file://" + filepath.Join(dir, strings.Repeat("k", 252))
+	code, out, errOut = trigger(t, long, "--tick", "build-1")
+	if code != exitUsage || out != "" || !strings.Contains(errOut, ".tick") {
+		t.Errorf("a lease key whose mark's key is too long: exit %d, stdout %q, stderr %q; want 64 naming the mark's key", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, strings.Repeat("k", 252))); err == nil {
+		t.Errorf("the lease was taken though its tick could never be marked")
+	}
+}
+
+// A lease record removed by hand (rm of the lease file) or a mark deleted
+// with a higher token (rm --token 5 KEY.tick) does not make every trigger
+// run: the mark's token is a floor for the lease's next token, and the
+// first trigger says the record was recreated below it.
+func TestTickMarkIsAFloorForTheToken(t *testing.T) {
+	dir := t.TempDir()
+	u := "file://" + filepath.Join(dir, "job")
+	for i, id := range []string{"a", "b", "c"} {
+		code, out, errOut := trigger(t, u, "--tick", id)
+		wantRan(t, "tick "+id, code, out, errOut, string(rune('1'+i)), id)
+	}
+	if err := os.Remove(filepath.Join(dir, "job")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := trigger(t, u, "--tick", "d")
+	wantRan(t, "tick d after the lease file was removed", code, out, errOut, "4", "d")
+	if !strings.Contains(errOut, "warning:") || !strings.Contains(errOut, "below") {
+		t.Errorf("no warning that the lease record was recreated below the mark's token:\n%s", errOut)
+	}
+	for range 2 {
+		code, out, errOut = trigger(t, u, "--tick", "d")
+		wantSkipped(t, "tick d again", code, out, errOut)
+	}
+
+	if code, _, errOut := tickCLI(t, "rm", "--token", "9", u+".tick"); code != 0 {
+		t.Fatalf("rm --token 9 of the mark: exit %d: %s", code, errOut)
+	}
+	code, out, errOut = trigger(t, u, "--tick", "e")
+	wantRan(t, "tick e after the mark was deleted with token 9", code, out, errOut, "10", "e")
+	code, out, errOut = trigger(t, u, "--tick", "e")
+	wantSkipped(t, "tick e again", code, out, errOut)
 }
 
 // A trigger is judged on the store's clock at its acquisition; one that

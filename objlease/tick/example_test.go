@@ -17,7 +17,13 @@ func Example() {
 	hour := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
 	store := mem.New(mem.WithClock(func() time.Time { hour = hour.Add(time.Second); return hour }))
 	for _, delivery := range []string{"first", "second"} {
-		c, err := objlease.New(store, "jobs/hourly", objlease.Options{TTL: 30 * time.Second, Holder: delivery})
+		// The mark's token is a floor for the lease's: a lease record
+		// deleted by hand cannot start the tokens again below it.
+		floor, err := tick.Floor(ctx, store, "jobs/hourly")
+		if err != nil {
+			panic(err)
+		}
+		c, err := objlease.New(store, "jobs/hourly", objlease.Options{TTL: 30 * time.Second, Holder: delivery, MinToken: &floor})
 		if err != nil {
 			panic(err)
 		}

@@ -29,6 +29,13 @@
 // that is triggered, and, once a run of it has succeeded and written the
 // mark, never again for that tick while the mark remembers it.
 //
+// The mark's token is a floor for the lease's tokens: a lease record
+// deleted or recreated by hand would otherwise start again from token 1,
+// below the mark, and no holder could mark a tick done again. Floor reads
+// it before the lease is acquired, for objlease.Options.MinToken; Once
+// refuses to run a job under a token below the mark's (ErrBelowMark),
+// which it could never mark done.
+//
 // # Which tick a trigger is for
 //
 // A period's tick is judged on the store's clock: the Last-Modified of the
@@ -87,6 +94,11 @@ var (
 	// ErrBadTick: a tick id that could not be remembered or shown (see
 	// CheckID).
 	ErrBadTick = errors.New("not a usable tick id")
+	// ErrBelowMark: the lease's token is below the mark's, so its holder
+	// could never mark a tick done; the lease record was deleted or
+	// recreated without the mark's token as a floor (see Floor). The error
+	// also matches fence.ErrStale.
+	ErrBelowMark = errors.New("lease token below the tick mark's")
 )
 
 // Mark records that the job of a tick succeeded.
@@ -125,6 +137,16 @@ func (m *Marks) Last() *Mark {
 		return nil
 	}
 	return &m.Ticks[len(m.Ticks)-1]
+}
+
+// Check returns an error matching ErrBelowMark (and fence.ErrStale) if
+// l's token is below the token that wrote the mark: l's holder could not
+// mark a tick done.
+func (m *Marks) Check(l *objlease.Lease) error {
+	if m != nil && l.Token() < m.Token {
+		return belowMark(l, m.Token)
+	}
+	return nil
 }
 
 // markVersion marks the object as a tick mark, as "objlease" marks a lease
@@ -265,6 +287,31 @@ func Now(ctx context.Context, store providers.Store, l *objlease.Lease) (time.Ti
 	return a.LastModified, nil
 }
 
+// Floor returns the highest token that has written the mark of the lease
+// at leaseKey (a fenced delete's too; 0 if there is none): every token the
+// lease issues must be above it, or its holder could never mark a tick
+// done. Pass it as objlease.Options.MinToken of the client that acquires
+// the lease. It costs one Stat, which also checks that the store accepts
+// the mark's key (an error matching providers.ErrInvalidKey if not).
+func Floor(ctx context.Context, store providers.Store, leaseKey string) (uint64, error) {
+	a, err := store.Stat(ctx, Key(leaseKey))
+	if errors.Is(err, providers.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	s, ok := a.Metadata[fence.TokenKey]
+	if !ok {
+		return 0, nil // not fenced: not a mark, which Read reports
+	}
+	t, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w at %q: metadata %s=%q is not a token; the object is left alone", ErrBadMark, Key(leaseKey), fence.TokenKey, s)
+	}
+	return t, nil
+}
+
 // Read returns the mark of the lease at leaseKey: empty if there is none.
 func Read(ctx context.Context, store providers.Store, leaseKey string) (*Marks, error) {
 	m, _, err := read(ctx, store, Key(leaseKey))
@@ -365,6 +412,12 @@ func foreign(key string, data []byte, why string) error {
 		ErrBadMark, key, why)
 }
 
+// belowMark is the error for a lease whose token is below the mark's.
+func belowMark(l *objlease.Lease, mark uint64) error {
+	return fmt.Errorf("%w: lease %q has token %d, and its tick mark was written by token %d: the lease record was deleted or recreated, and no holder below token %d can mark a tick done; acquire with the mark's token as the floor (tick.Floor, Options.MinToken): %w",
+		ErrBelowMark, l.Key(), l.Token(), mark, mark, &fence.StaleError{Key: Key(l.Key()), Token: l.Token(), Highest: mark})
+}
+
 // Done records that the job of tick succeeded under l, keeping the ticks
 // the mark remembers (the newest Remembered). The write is fenced with l's
 // token: it is refused (an error matching fence.ErrStale) if a newer token
@@ -443,8 +496,9 @@ func encode(ticks []Mark) ([]byte, error) {
 // Once runs job under l unless the mark says tick is done, and then marks
 // tick done if job returned nil. ran reports whether job ran; done is the
 // mark of tick if it was done before (then job did not run). A job that
-// fails leaves the tick open. An id CheckID refuses (ErrBadTick) is
-// refused before job runs.
+// fails leaves the tick open. An id CheckID refuses (ErrBadTick), and a
+// lease whose token is below the mark's (ErrBelowMark), are refused
+// before job runs.
 func Once(ctx context.Context, store providers.Store, l *objlease.Lease, tick string, job func(context.Context) error) (ran bool, done *Mark, err error) {
 	if err := CheckID(tick); err != nil {
 		return false, nil, err
@@ -455,6 +509,9 @@ func Once(ctx context.Context, store providers.Store, l *objlease.Lease, tick st
 	}
 	if m := marks.Find(tick); m != nil {
 		return false, m, nil
+	}
+	if err := marks.Check(l); err != nil {
+		return false, nil, err
 	}
 	if err := job(l.Context()); err != nil {
 		return true, nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/objlease/tick"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/file"
 	"github.com/objlease/objlease/providers/mem"
 )
 
@@ -324,6 +325,36 @@ func TestBadIDsAreRefusedBeforeTheJobRuns(t *testing.T) {
 	}
 }
 
+// A lease whose token is below the mark's (its record was recreated
+// without the mark's token as a floor) does not run a job it could never
+// mark done.
+func TestTokenBelowTheMarkDoesNotRunTheJob(t *testing.T) {
+	ctx := t.Context()
+	store := mem.New()
+	for i, id := range []string{"a", "b", "c"} {
+		l := trigger(t, store, string(rune('a'+i)), clock.NewFake(epoch))
+		if _, _, err := tick.Once(ctx, store, l, id, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
+	}
+	a, err := store.Stat(ctx, "jobs/nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(ctx, "jobs/nightly", a.Version); err != nil {
+		t.Fatal(err)
+	}
+	l := trigger(t, store, "d", clock.NewFake(epoch))
+	if l.Token() != 1 {
+		t.Fatalf("token %d after the record was deleted, want 1 (no floor given)", l.Token())
+	}
+	ran, _, err := tick.Once(ctx, store, l, "d", func(context.Context) error { return nil })
+	if ran || err == nil {
+		t.Errorf("token 1 under a mark of token 3: ran %v, %v; want refused without running", ran, err)
+	}
+}
+
 // A trigger is judged on the store's clock at its acquisition. One that
 // lands a little before a period's start by the store's clock (the
 // scheduler's clock ahead of the store's, or one start of a trigger
@@ -397,6 +428,98 @@ func TestLeaseAtTheMarkKeyIsLeftAlone(t *testing.T) {
 	}
 	if err := ol.Release(ctx); err != nil {
 		t.Errorf("the other job's lease was disturbed: %v", err)
+	}
+}
+
+// The mark's token is a floor for the lease's: after the lease record was
+// deleted, or the mark deleted through fence with a higher token, a
+// client given Floor as its MinToken acquires above the mark, runs the
+// job once and marks it; a later trigger finds it done.
+func TestFloorKeepsTokensAboveTheMark(t *testing.T) {
+	ctx := t.Context()
+	store := mem.New()
+	if f, err := tick.Floor(ctx, store, "jobs/nightly"); err != nil || f != 0 {
+		t.Fatalf("Floor with no mark: %d, %v; want 0", f, err)
+	}
+	for i, id := range []string{"a", "b", "c"} {
+		l := trigger(t, store, string(rune('a'+i)), clock.NewFake(epoch))
+		if _, _, err := tick.Once(ctx, store, l, id, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
+	}
+	a, err := store.Stat(ctx, "jobs/nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(ctx, "jobs/nightly", a.Version); err != nil {
+		t.Fatal(err)
+	}
+	floored := func(holder string) *objlease.Lease {
+		t.Helper()
+		f, err := tick.Floor(ctx, store, "jobs/nightly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := objlease.New(store, "jobs/nightly", objlease.Options{TTL: 30 * time.Second, Holder: holder, MinToken: &f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.TryAcquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	runs := 0
+	job := func(context.Context) error { runs++; return nil }
+	for i, want := range []uint64{4, 5, 6} {
+		l := floored(string(rune('d' + i)))
+		if l.Token() != want {
+			t.Errorf("trigger %d after the record was deleted: token %d, want %d", i, l.Token(), want)
+		}
+		if _, _, err := tick.Once(ctx, store, l, "d", job); err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
+	}
+	if runs != 1 {
+		t.Errorf("three triggers of one tick after the record was deleted ran the job %d times, want once", runs)
+	}
+
+	if err := fence.Delete(ctx, store, "jobs/nightly.tick", 9, fence.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := tick.Floor(ctx, store, "jobs/nightly"); err != nil || f != 9 {
+		t.Fatalf("Floor over a fenced delete of token 9: %d, %v", f, err)
+	}
+	runs = 0
+	for i, want := range []uint64{10, 11} {
+		l := floored(string(rune('g' + i)))
+		if l.Token() != want {
+			t.Errorf("trigger %d after the mark's fenced delete: token %d, want %d", i, l.Token(), want)
+		}
+		if _, _, err := tick.Once(ctx, store, l, "e", job); err != nil {
+			t.Fatal(err)
+		}
+		l.Release(ctx)
+	}
+	if runs != 1 {
+		t.Errorf("two triggers of one tick after the mark's fenced delete ran the job %d times, want once", runs)
+	}
+}
+
+// A key the store refuses for the mark (a lease key whose last segment
+// leaves no room for ".tick" on a file store) is found by Floor, before
+// anything is acquired.
+func TestFloorChecksTheMarkKey(t *testing.T) {
+	store, err := file.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.Repeat("k", 252)
+	if _, err := tick.Floor(t.Context(), store, key); !errors.Is(err, providers.ErrInvalidKey) {
+		t.Errorf("Floor of a key whose mark's key is too long: %v, want ErrInvalidKey", err)
 	}
 }
 
