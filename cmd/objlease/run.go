@@ -225,7 +225,7 @@ func (c *cli) runCmd(fs *flagSet) action {
 		}
 		markDone := func() error {
 			if err := tick.Done(context.Background(), cl.Store(), l, id); err != nil {
-				return fencedErr("run", url, fmt.Errorf("the command exited 0, but tick %s could not be marked done (the next trigger runs it again): %w", id, err))
+				return fencedErr("run", url, &saidError{fmt.Sprintf("the command exited 0, but tick %s could not be marked done: it stays open, and the next trigger runs the command again", id), err})
 			}
 			return nil
 		}
