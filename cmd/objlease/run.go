@@ -61,16 +61,24 @@ process must pass the same N: the first records it, and one that disagrees
 exits 64. N must be at least 1.
 
 --once-per PERIOD runs COMMAND at most once per period of a schedule, for
-jobs whose triggers may come twice (Cloud Scheduler, Pub/Sub, a CronJob):
-the tick is the period (aligned to the Unix epoch, so periods that divide
-a day start at midnight UTC) that holds the store's time of the lease's
-acquisition, whatever the triggers' clocks say. --tick ID names the tick
-instead (the scheduler's own id of the run). Once COMMAND has exited 0, a
-mark beside the lease (KEY.tick, fenced with the token) says the tick is
-done; a later trigger of the same tick takes the lease, finds the mark,
-says so in one line and exits 0 without running COMMAND. If COMMAND fails
-or run dies before the mark, the tick stays open and the next trigger runs
-it, with a higher token. COMMAND also gets OBJLEASE_TICK.
+jobs whose triggers may come twice, late or out of order (Cloud Scheduler,
+Pub/Sub, a CronJob): the tick is the period that holds the store's time of
+the lease's acquisition, whatever the triggers' clocks say, named by its
+start and length (2026-12-07T00:00:00Z/PT24H). Periods are aligned to the
+Unix epoch: those that divide a day start at midnight UTC, weeks (168h) on
+Thursdays. A trigger within a quarter of the period (at most 30s) before a
+period's start counts for that period: schedulers fire at the start, and a
+clock a little ahead of the store's must not make it the period before.
+--tick ID names the tick instead (the scheduler's id of the run: 1 to 512
+bytes of printable Unicode, checked before anything is taken). Once COMMAND
+has exited 0, a mark beside the lease (KEY.tick, fenced with the token)
+records the tick done; it remembers the newest 1000 ticks done, in
+whatever order they came. A later trigger of a remembered tick takes the
+lease, finds it, says so in one line and exits 0 without running COMMAND.
+If COMMAND fails or run dies before the mark, the tick stays open and the
+next trigger runs it, with a higher token. Tokens stay above the mark's
+even if the lease record was deleted (run says so). COMMAND also gets
+OBJLEASE_TICK.
 
 --commit PREFIX-URL commits what COMMAND wrote under its token once it
 exits 0; if it wrote nothing, the commit is refused and run exits 64
@@ -121,8 +129,8 @@ func (c *cli) runCmd(fs *flagSet) action {
 	httpAddr := addHTTP(fs)
 	slots := fs.Int("slots", 0, "let at most `N` holders run at once: URL is then the prefix of N slots, each a lease with tokens of its own, and COMMAND also gets OBJLEASE_SLOT")
 	var oncePer time.Duration
-	fs.Var(&durationFlag{d: &oncePer, min: time.Second, max: objlease.MaxTTL}, "once-per", "run COMMAND at most once per `period` of a schedule (aligned to the Unix epoch, judged on the store's clock): a later trigger of a tick whose COMMAND exited 0 exits 0 without running it")
-	tickID := fs.String("tick", "", "as --once-per, with the tick named by `ID` (the scheduler's id of the run)")
+	fs.Var(&durationFlag{d: &oncePer, min: time.Second, max: objlease.MaxTTL}, "once-per", "run COMMAND at most once per `period` of a schedule (aligned to the Unix epoch, judged on the store's clock, a trigger up to a quarter period or 30s early counting for the next): a later trigger of a tick whose COMMAND exited 0 exits 0 without running it")
+	tickID := fs.String("tick", "", "as --once-per, with the tick named by `ID` (the scheduler's id of the run: 1 to 512 bytes of printable Unicode)")
 	fs.checks = append(fs.checks, func() error {
 		slotsSet := fs.isSet("slots")
 		switch {
