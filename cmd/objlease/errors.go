@@ -60,7 +60,7 @@ var exitCodes = []struct {
 	{0, nil, "success"},
 	{78, []error{providers.ErrNoBucket, providers.ErrPermission, providers.ErrWrongEndpoint, fence.ErrPreconditionRefused},
 		"the store is not set up as the URL says: the bucket or container does not exist, no credentials were found or they were refused, the endpoint does not serve the store's API, the store refuses writes conditional on an object's current version (run doctor), or (file://) the file system refused access, is mounted read-only or is full"},
-	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
+	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions, tick.ErrBadTick,
 		fence.ErrVersionsRepeat, fence.ErrReservedKey, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
 		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty); a command under run waiting for the very lease it runs under; an --http address that cannot be listened on (in use, not this machine's)"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold, elect: the lease was lost while held"},
@@ -155,6 +155,17 @@ func usagef(format string, args ...any) error {
 	return &tagged{fmt.Sprintf(format, args...), errUsage}
 }
 
+// saidError is err with what it means for the command said first ("the
+// command exited 0, but its tick could not be marked done"); the reason
+// that follows is err's, as short as any other.
+type saidError struct {
+	what string
+	err  error
+}
+
+func (e *saidError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *saidError) Unwrap() error { return e.err }
+
 // opError is a command's failure on one URL: "inspect s3://b/k: ...".
 type opError struct {
 	op  string
@@ -195,7 +206,10 @@ func reason(err error, rawURL string) string {
 	var ste *storeTimeoutError
 	var notHolder *notHolderError
 	var timeout *providers.TimeoutError
+	var said *saidError
 	switch {
+	case errors.As(err, &said):
+		return said.what + ": " + reason(said.err, rawURL)
 	case errors.As(err, &in):
 		return in.Error()
 	case errors.As(err, &te):

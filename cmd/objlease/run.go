@@ -61,16 +61,24 @@ process must pass the same N: the first records it, and one that disagrees
 exits 64. N must be at least 1.
 
 --once-per PERIOD runs COMMAND at most once per period of a schedule, for
-jobs whose triggers may come twice (Cloud Scheduler, Pub/Sub, a CronJob):
-the tick is the period (aligned to the Unix epoch, so periods that divide
-a day start at midnight UTC) that holds the store's time of the lease's
-acquisition, whatever the triggers' clocks say. --tick ID names the tick
-instead (the scheduler's own id of the run). Once COMMAND has exited 0, a
-mark beside the lease (KEY.tick, fenced with the token) says the tick is
-done; a later trigger of the same tick takes the lease, finds the mark,
-says so in one line and exits 0 without running COMMAND. If COMMAND fails
-or run dies before the mark, the tick stays open and the next trigger runs
-it, with a higher token. COMMAND also gets OBJLEASE_TICK.
+jobs whose triggers may come twice, late or out of order (Cloud Scheduler,
+Pub/Sub, a CronJob): the tick is the period that holds the store's time of
+the lease's acquisition, whatever the triggers' clocks say, named by its
+start and length (2026-12-07T00:00:00Z/PT24H). Periods are aligned to the
+Unix epoch: those that divide a day start at midnight UTC, weeks (168h) on
+Thursdays. A trigger within a quarter of the period (at most 30s) before a
+period's start counts for that period: schedulers fire at the start, and a
+clock a little ahead of the store's must not make it the period before.
+--tick ID names the tick instead (the scheduler's id of the run: 1 to 512
+bytes of printable Unicode, checked before anything is taken). Once COMMAND
+has exited 0, a mark beside the lease (KEY.tick, fenced with the token)
+records the tick done; it remembers the newest 1000 ticks done, in
+whatever order they came. A later trigger of a remembered tick takes the
+lease, finds it, says so in one line and exits 0 without running COMMAND.
+If COMMAND fails or run dies before the mark, the tick stays open and the
+next trigger runs it, with a higher token. Tokens stay above the mark's
+even if the lease record was deleted (run says so). COMMAND also gets
+OBJLEASE_TICK.
 
 --commit PREFIX-URL commits what COMMAND wrote under its token once it
 exits 0; if it wrote nothing, the commit is refused and run exits 64
@@ -121,8 +129,8 @@ func (c *cli) runCmd(fs *flagSet) action {
 	httpAddr := addHTTP(fs)
 	slots := fs.Int("slots", 0, "let at most `N` holders run at once: URL is then the prefix of N slots, each a lease with tokens of its own, and COMMAND also gets OBJLEASE_SLOT")
 	var oncePer time.Duration
-	fs.Var(&durationFlag{d: &oncePer, min: time.Second, max: objlease.MaxTTL}, "once-per", "run COMMAND at most once per `period` of a schedule (aligned to the Unix epoch, judged on the store's clock): a later trigger of a tick whose COMMAND exited 0 exits 0 without running it")
-	tickID := fs.String("tick", "", "as --once-per, with the tick named by `ID` (the scheduler's id of the run)")
+	fs.Var(&durationFlag{d: &oncePer, min: time.Second, max: objlease.MaxTTL}, "once-per", "run COMMAND at most once per `period` of a schedule (aligned to the Unix epoch, judged on the store's clock, a trigger up to a quarter period or 30s early counting for the next): a later trigger of a tick whose COMMAND exited 0 exits 0 without running it")
+	tickID := fs.String("tick", "", "as --once-per, with the tick named by `ID` (the scheduler's id of the run: 1 to 512 bytes of printable Unicode)")
 	fs.checks = append(fs.checks, func() error {
 		slotsSet := fs.isSet("slots")
 		switch {
@@ -138,6 +146,10 @@ func (c *cli) runCmd(fs *flagSet) action {
 			return errors.New("--once-per and --tick both name the tick: give one")
 		case fs.isSet("tick") && strings.TrimSpace(*tickID) == "":
 			return errors.New("--tick is empty (an unset variable?): give the scheduler's id of the run")
+		case fs.isSet("tick"):
+			if err := tick.CheckID(*tickID); err != nil {
+				return fmt.Errorf("--tick: %w", err)
+			}
 		case *slots > 0 && (fs.isSet("once-per") || fs.isSet("tick")):
 			return errors.New("--once-per or --tick with --slots: each slot is a lease of its own, so one slot's mark cannot keep another from running the tick")
 		}
@@ -186,7 +198,13 @@ func (c *cli) runCmd(fs *flagSet) action {
 			}
 			return c.runHolding(url, sl.Lease, argv, *grace, "", false, nil, "OBJLEASE_SLOT="+strconv.Itoa(sl.Index()))
 		}
-		cl, err := c.client(ctx, &lf, url)
+		once := oncePer > 0 || *tickID != ""
+		var cl *objlease.Client
+		if once {
+			cl, err = c.tickClient(ctx, &lf, url)
+		} else {
+			cl, err = c.client(ctx, &lf, url)
+		}
 		if err != nil {
 			return opErr("run", url, err)
 		}
@@ -201,21 +219,21 @@ func (c *cli) runCmd(fs *flagSet) action {
 			c.release(l)
 			return opErr("run", url, i)
 		}
-		if oncePer == 0 && *tickID == "" {
+		if !once {
 			return c.runHolding(url, l, argv, *grace, *commit, *allowEmpty, nil)
 		}
-		id, prev, err := c.tickOf(ctx, cl.Store(), l, oncePer, *tickID)
+		id, done, err := c.tickOf(ctx, cl.Store(), l, oncePer, *tickID)
 		if err != nil {
 			c.release(l)
 			return opErr("run", url, err)
 		}
-		if prev != nil && prev.Tick == id {
-			c.say(fmt.Sprintf("run %s: tick %s was done by token %d (%s); not running the command again", url, id, prev.Token, showHolder(prev.Holder)))
+		if done != nil {
+			c.say(fmt.Sprintf("run %s: tick %s was done by token %d (%s); not running the command again", url, id, done.Token, showHolder(done.Holder)))
 			return c.release(l)
 		}
 		markDone := func() error {
 			if err := tick.Done(context.Background(), cl.Store(), l, id); err != nil {
-				return fencedErr("run", url, fmt.Errorf("the command exited 0, but tick %s could not be marked done (the next trigger runs it again): %w", id, err))
+				return fencedErr("run", url, &saidError{fmt.Sprintf("the command exited 0, but tick %s could not be marked done: it stays open, and the next trigger runs the command again", id), err})
 			}
 			return nil
 		}
@@ -223,9 +241,52 @@ func (c *cli) runCmd(fs *flagSet) action {
 	}
 }
 
+// tickClient opens the lease at rawURL for a run once per tick: its
+// tokens stay above the token of its tick mark (tick.Floor), so that a
+// lease record deleted or recreated by hand cannot start again below the
+// mark, where no run could mark a tick done. It says so when the record
+// shows that has happened. A key whose mark's key the store refuses is
+// refused here, before anything is acquired.
+func (c *cli) tickClient(ctx context.Context, lf *leaseFlags, rawURL string) (*objlease.Client, error) {
+	store, key, err := c.open(ctx, rawURL, true)
+	if err != nil {
+		return nil, err
+	}
+	floor, err := tick.Floor(ctx, store, key)
+	if err != nil {
+		store.Close()
+		if errors.Is(err, providers.ErrInvalidKey) {
+			return nil, &saidError{"the lease's tick mark cannot be kept beside it; give the lease a shorter key", err}
+		}
+		return nil, err
+	}
+	opts := lf.options(c.log)
+	if floor > 0 && (opts.MinToken == nil || *opts.MinToken < floor) {
+		opts.MinToken = &floor
+	}
+	cl, err := objlease.New(store, key, opts)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if floor > 0 {
+		if st, err := cl.Inspect(ctx); err == nil && (st.Record == nil || st.Record.Token < floor) {
+			what := "is gone"
+			if st.Record != nil {
+				what = fmt.Sprintf("shows token %d", st.Record.Token)
+			}
+			c.log.Warn(fmt.Sprintf("lease %q: its record %s, below token %d, which wrote its tick mark %q: the record was deleted or recreated; tokens go on above %d, so that ticks can still be marked done",
+				key, what, floor, tick.Key(key), *opts.MinToken))
+		}
+	}
+	return cl, nil
+}
+
 // tickOf is the tick a run under l is for, id if given, else the period
-// that holds the store's time of l's acquisition; and the mark of the last
-// tick done (nil if none).
+// that holds the store's time of l's acquisition (with tick.Early's
+// tolerance); and the mark of that tick if it was done (nil if not). A
+// lease whose token is below the mark's is refused (tick.ErrBelowMark):
+// it could not mark the tick done.
 func (c *cli) tickOf(ctx context.Context, store providers.Store, l *objlease.Lease, period time.Duration, id string) (string, *tick.Mark, error) {
 	if id == "" {
 		at, err := tick.Now(ctx, store, l)
@@ -234,8 +295,14 @@ func (c *cli) tickOf(ctx context.Context, store providers.Store, l *objlease.Lea
 		}
 		id = tick.Of(at, period)
 	}
-	prev, err := tick.Last(ctx, store, l.Key())
-	return id, prev, err
+	marks, err := tick.Read(ctx, store, l.Key())
+	if err != nil {
+		return "", nil, err
+	}
+	if done := marks.Find(id); done != nil {
+		return id, done, nil
+	}
+	return id, nil, marks.Check(l)
 }
 
 // takeSlot takes one slot of the semaphore of n slots at rawURL, waiting

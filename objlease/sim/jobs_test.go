@@ -651,7 +651,8 @@ func (w *jobWorld) checkFinal() {
 			w.vs = append(w.vs, violation{kind: vFinishedStopped, msg: fmt.Sprintf("the committed batch is token %d's, with %d of %d parts", m.Token, len(m.Objects), jobParts)})
 		}
 	}
-	if mk, err := tick.Last(ctx, w.store, jobKey); err == nil && mk != nil {
+	if marks, err := tick.Read(ctx, w.store, jobKey); err == nil && marks.Last() != nil {
+		mk := marks.Last()
 		if c := byToken[mk.Token]; c == nil || c.signalled {
 			w.vs = append(w.vs, violation{kind: vFinishedStopped, msg: fmt.Sprintf("the tick was marked by token %d, whose command was stopped", mk.Token)})
 		}

@@ -17,7 +17,13 @@ func Example() {
 	hour := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
 	store := mem.New(mem.WithClock(func() time.Time { hour = hour.Add(time.Second); return hour }))
 	for _, delivery := range []string{"first", "second"} {
-		c, err := objlease.New(store, "jobs/hourly", objlease.Options{TTL: 30 * time.Second, Holder: delivery})
+		// The mark's token is a floor for the lease's: a lease record
+		// deleted by hand cannot start the tokens again below it.
+		floor, err := tick.Floor(ctx, store, "jobs/hourly")
+		if err != nil {
+			panic(err)
+		}
+		c, err := objlease.New(store, "jobs/hourly", objlease.Options{TTL: 30 * time.Second, Holder: delivery, MinToken: &floor})
 		if err != nil {
 			panic(err)
 		}
@@ -29,19 +35,20 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		ran, prev, err := tick.Once(ctx, store, l, tick.Of(at, time.Hour), func(ctx context.Context) error {
-			fmt.Printf("%s delivery: running the job with token %d\n", delivery, l.Token())
+		id := tick.Of(at, time.Hour) // "2026-12-04T03:00:00Z/PT1H"
+		ran, done, err := tick.Once(ctx, store, l, id, func(ctx context.Context) error {
+			fmt.Printf("%s delivery: running the job for %s with token %d\n", delivery, id, l.Token())
 			return nil
 		})
 		if err != nil {
 			panic(err)
 		}
 		if !ran {
-			fmt.Printf("%s delivery: the hour was done by token %d\n", delivery, prev.Token)
+			fmt.Printf("%s delivery: %s was done by token %d\n", delivery, id, done.Token)
 		}
 		l.Release(ctx)
 	}
 	// Output:
-	// first delivery: running the job with token 1
-	// second delivery: the hour was done by token 1
+	// first delivery: running the job for 2026-12-04T03:00:00Z/PT1H with token 1
+	// second delivery: 2026-12-04T03:00:00Z/PT1H was done by token 1
 }
