@@ -67,6 +67,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/internal/entropy"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
@@ -455,6 +456,13 @@ func Done(ctx context.Context, store providers.Store, l *objlease.Lease, tick st
 			// Written meanwhile (perhaps by this write): read it again.
 			if ctx.Err() != nil || attempt == maxAttempts {
 				return err
+			}
+			if !errors.Is(err, providers.ErrPrecondition) {
+				// A conflict or an unknown outcome: wait as the lease
+				// code does before reading again.
+				if ctxsleep.For(ctx, min(30*time.Millisecond<<(attempt-1), time.Second)) != nil {
+					return err
+				}
 			}
 			continue
 		}
