@@ -41,7 +41,10 @@ sequential request. With -o json: {"url","store","safe","failures",
 "all_retryable","repeated_deletes","conflicts","throttled","verdict",
 "failures","elapsed_ms"}
 (winners[w] is the number of rounds that w writers won). Exits 0 if the
-store is safe to use, 1 if it is not, 69 if it could not be checked.`
+store is safe to use, 1 if it is not, 69 if it could not be checked, and
+78 if it refuses a write conditional on the version it has just shown: for
+an s3:// URL doctor then checks again with unquoted_etag=true (Ceph RGW 16
+compares If-Match unquoted) and names that URL if the checks pass.`
 
 // diagnosis is doctor's JSON output.
 type diagnosis struct {
