@@ -35,10 +35,10 @@ Prints the verdict, every check that failed, one line per kind of race
 (rounds, how many rounds had how many winners, verdict), how the store
 answers writes to a missing object, the store's clock offset from this
 machine's (when the store reports its time) and the latency of each
-sequential request. With -o json: {"url","store","safe","failures",
+sequential request. With -o json: {"url","store","safe","use_url","failures",
 "caveats","delete_unconditional","missing_replace","missing_delete",
 "races","clock_known","clock_offset_ms","latency_ms"}, each race {"kind","writers","rounds","winners",
-"all_retryable","repeated_deletes","conflicts","throttled","verdict",
+"all_retryable","repeated_deletes","conflicts","unknown_outcomes","throttled","verdict",
 "failures","elapsed_ms"}
 (winners[w] is the number of rounds that w writers won). Exits 0 if the
 store is safe to use, 1 if it is not, 69 if it could not be checked, and
