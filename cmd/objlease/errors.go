@@ -62,7 +62,7 @@ var exitCodes = []struct {
 		"the store is not set up as the URL says: the bucket or container does not exist, no credentials were found or they were refused, the endpoint does not serve the store's API, or (file://) the file system refused access, is mounted read-only or is full"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
 		fence.ErrVersionsRepeat, fence.ErrReservedKey, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
-		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty); a command under run waiting for the very lease it runs under; an --http address that cannot be listened on (in use, not this machine's)"},
+		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty); a command under run waiting for the very lease it runs under; an --http value that is not host:port, or an address that cannot be listened on (in use, not this machine's)"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold, elect: the lease was lost while held"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
 	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, fence.ErrBadManifest, tick.ErrBadMark, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},
