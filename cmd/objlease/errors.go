@@ -39,6 +39,9 @@ var (
 	errEmpty = errors.New("nothing to write")
 	// errInProcess: a mem:// URL, whose store no other process can see.
 	errInProcess = errors.New("in-process store")
+	// errLocalInput: standard input could not be read, or not copied into
+	// $TMPDIR: this machine's problem, not the store's.
+	errLocalInput = errors.New("standard input could not be read or copied")
 )
 
 // Exit codes that tests and callers name.
@@ -62,8 +65,9 @@ var exitCodes = []struct {
 		"the store is not set up as the URL says: the bucket or container does not exist, no credentials were found or they were refused, the endpoint does not serve the store's API, or (file://) the file system refused access, is mounted read-only or is full"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions,
 		fence.ErrVersionsRepeat, fence.ErrReservedKey, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
-		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty); a command under run waiting for the very lease it runs under; an --http value that is not host:port, or an address that cannot be listened on (in use, not this machine's)"},
+		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with a directory on stdin, or with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty); a command under run waiting for the very lease it runs under; an --http value that is not host:port, or an address that cannot be listened on (in use, not this machine's)"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold, elect: the lease was lost while held"},
+	{74, []error{errLocalInput}, "put, batch put: standard input could not be read, or not copied into a temporary file ($TMPDIR missing, read-only or full); nothing was written"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
 	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, fence.ErrBadManifest, tick.ErrBadMark, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},
 		"the object at the key is not an objlease record (or is of a newer schema), left alone unless --force is given; or it is a fenced data object, or a lease record where fenced data was meant, never overwritten; or a batch's manifest, or a tick's mark, is not objlease's; or its token is the largest there can be; or, with --force, nothing shows the highest token issued (give --min-token or --fenced)"},
@@ -228,7 +232,12 @@ func reason(err error, rawURL string) string {
 	case errors.Is(err, providers.ErrNoBucket):
 		return fmt.Sprintf("%s %q does not exist (check the name or %s)", bucketWord(rawURL), bucketOf(rawURL), endpointHint(rawURL))
 	case errors.Is(err, providers.ErrPermission) && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && errors.As(err, &pe):
-		return core(pe) + " (free space on that file system, or use another directory)"
+		// Nothing was refused to anyone: the disk, or the user's quota, is full.
+		what := "the file system is full"
+		if errors.Is(err, syscall.EDQUOT) {
+			what = "the disk quota is used up"
+		}
+		return what + ": " + strings.TrimPrefix(core(pe), providers.ErrPermission.Error()+": ") + " (free space on that file system, or use another directory)"
 	case errors.Is(err, providers.ErrPermission) && strings.HasPrefix(rawURL, "file:") && errors.As(err, &pe):
 		// The file system refused: the store's words name the file and why.
 		return core(pe) + " (check that the directory is writable by this user and not mounted read-only)"
