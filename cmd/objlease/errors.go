@@ -182,9 +182,54 @@ func describe(err error) string {
 	var oe *opError
 	if errors.As(err, &oe) {
 		// A plain path is judged as the file:// URL it stands for.
-		return oe.op + " " + oe.url + ": " + reason(oe.err, storeURL(oe.url))
+		return oneLine(oe.op + " " + oe.url + ": " + reason(oe.err, storeURL(oe.url)))
 	}
-	return reason(err, "")
+	return oneLine(reason(err, ""))
+}
+
+// oneLine is line with its control characters (a newline in a key or a
+// URL) escaped as Go writes them, and its long words elided: one line a
+// terminal shows as one.
+func oneLine(line string) string {
+	if strings.ContainsFunc(line, unicode.IsControl) {
+		var b strings.Builder
+		for _, r := range line {
+			if unicode.IsControl(r) {
+				q := strconv.QuoteRune(r)
+				b.WriteString(q[1 : len(q)-1])
+				continue
+			}
+			b.WriteRune(r)
+		}
+		line = b.String()
+	}
+	return elide(line)
+}
+
+// longWord is the length past which a word of a line (a URL, a key, a
+// path) is shown by its start and its end.
+const longWord = 160
+
+// elide shortens each word of line longer than longWord to its start and
+// its end around the count of bytes left out, so that a 5,000-byte path
+// still gives a line a person can read; -v's detail line has it whole.
+func elide(line string) string {
+	if len(line) <= 2*longWord {
+		return line
+	}
+	words := strings.Split(line, " ")
+	for i, w := range words {
+		if len(w) <= longWord {
+			continue
+		}
+		head, tail := w[:80], w[len(w)-40:]
+		for !utf8.RuneStart(tail[0]) {
+			tail = tail[1:]
+		}
+		head = strings.ToValidUTF8(head, "")
+		words[i] = fmt.Sprintf("%s…(%d bytes)…%s", head, len(w)-len(head)-len(tail), tail)
+	}
+	return strings.Join(words, " ")
 }
 
 // reason is the short cause of err; rawURL, if known, names the bucket.

@@ -43,3 +43,37 @@ func TestPutStdinPastItsEnd(t *testing.T) {
 		t.Errorf("the line names EOF: %s", &stderr)
 	}
 }
+
+// A key or a path a person would not type (a newline from a variable, a
+// name of 5,000 bytes) still gives one line of a readable length, the
+// control character escaped and the long name cut in its middle, and the
+// usage exit: a directory name too long for the file system was a store
+// failure (69) in a 9.9 KB line.
+func TestErrorLineOfAnOddPath(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("a", 5000)
+	for _, tc := range []struct {
+		name, url string
+		want      []string
+	}{
+		{"newline", dir + "/a\nb", []string{`/a\nb: the store does not accept the key "a\nb": key contains a control character`}},
+		{"long key", dir + "/" + long, []string{"…(", `key is 5000 bytes, file allows 1024`}},
+		{"long directory", dir + "/" + long + "/k", []string{"…(", `bad store URL: the directory's path has a name of 5000 bytes, starting "aaaa`, "a file system takes at most 255 bytes a name"}},
+		{"long path", dir + strings.Repeat("/"+strings.Repeat("c", 250), 20) + "/k", []string{"…(", "bad store URL: the directory's path is", "longer than the file system takes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			c := &cli{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+			code := c.main(context.Background(), []string{"acquire", "--holder", "h", tc.url})
+			line := stderr.String()
+			if code != 64 || strings.Count(line, "\n") != 1 || len(line) > 600 {
+				t.Errorf("exit %d, %d bytes in %d lines: %q; want 64 and one line of at most 600 bytes", code, len(line), strings.Count(line, "\n"), line)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("%q does not say %q", line, w)
+				}
+			}
+		})
+	}
+}
