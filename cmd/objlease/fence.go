@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
 )
@@ -329,7 +330,7 @@ func (c *cli) batchCmd(fs *flagSet) action {
 		}
 		m, err := fence.ReadCommitted(ctx, store, prefix)
 		if errors.Is(err, providers.ErrNotFound) {
-			return opErr(op, url, fmt.Errorf("no committed set: %w", err))
+			return opErr(op, url, noCommittedSet(ctx, store, prefix, url, err))
 		}
 		if err != nil {
 			return opErr(op, url, err)
@@ -343,6 +344,26 @@ func (c *cli) batchCmd(fs *flagSet) action {
 		}
 		return nil
 	}
+}
+
+// noCommittedSet says that nothing has been committed under prefix, and,
+// where the prefix does not end in "/" (so that the batch's directory is
+// glued to its last name: "lease_objlease/"), what the URL names instead:
+// a lease record or another object, or a directory with a committed set.
+func noCommittedSet(ctx context.Context, store providers.Store, prefix, url string, err error) error {
+	if prefix == "" || strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("no committed set: %w", err)
+	}
+	dir := url + "/"
+	if obj, gerr := store.Get(ctx, prefix, objlease.MaxRecordSize); gerr == nil {
+		if _, derr := objlease.DecodeRecord(prefix, obj.Data); derr == nil {
+			return &tagged{fmt.Sprintf("no committed set: %q is a lease record, not a batch's prefix (give the PREFIX-URL that batch commit or run --commit wrote under, such as s3://b/out/)", prefix), providers.ErrNotFound}
+		}
+	}
+	if _, serr := fence.ReadCommitted(ctx, store, prefix+"/"); serr == nil {
+		return &tagged{fmt.Sprintf("no committed set under the prefix %q (the URL ends without /, so the names start %q); there is one under the directory: give %s", prefix, prefix+"_objlease/", dir), providers.ErrNotFound}
+	}
+	return &tagged{fmt.Sprintf("no committed set under the prefix %q (the URL ends without /, so the names start %q; for the directory give %s)", prefix, prefix+"_objlease/", dir), providers.ErrNotFound}
 }
 
 // commitAfterRun commits the guarded prefix at rawURL for token, after the
