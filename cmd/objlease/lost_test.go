@@ -46,6 +46,29 @@ func TestLostLeaseNamesWhatHappened(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "lease lost: broken by an operator, new token 2"},
+		{"broken, then acquired by a waiter", func(t *testing.T, store providers.Store) {
+			// Nothing expired: the waiter took the broken lease at once.
+			if _, err := client(t, store, "op", clock.NewFake(epoch), true).Break(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client(t, store, "bob", clock.NewFake(epoch), false).TryAcquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, "lease lost: broken by an operator, new token 2, then acquired by bob, new token 3"},
+		{"broken, then acquired and released", func(t *testing.T, store providers.Store) {
+			if _, err := client(t, store, "op", clock.NewFake(epoch), true).Break(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				l, err := client(t, store, "bob", clock.NewFake(epoch), false).TryAcquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, "lease lost: broken by an operator, new token 2, then acquired and released since by bob (token 4)"},
 		{"released", func(t *testing.T, store providers.Store) {
 			if err := client(t, store, "alice", clock.NewFake(epoch), false).Release(ctx); err != nil {
 				t.Fatal(err)
