@@ -196,6 +196,10 @@ func (l *Lease) Token() uint64 {
 // Key returns the lease's key.
 func (l *Lease) Key() string { return l.c.key }
 
+// Client returns the Client that acquired the lease: its Store reads the
+// record as the lease's own requests do.
+func (l *Lease) Client() *Client { return l.c }
+
 // Record returns a copy of the record as last written by this holder.
 func (l *Lease) Record() Record {
 	l.mu.Lock()
