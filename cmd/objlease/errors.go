@@ -244,9 +244,12 @@ func reason(err error, rawURL string) string {
 	var ste *storeTimeoutError
 	var notHolder *notHolderError
 	var timeout *providers.TimeoutError
+	var unknown *unknownTake
 	switch {
 	case errors.As(err, &in):
 		return in.Error()
+	case errors.As(err, &unknown):
+		return unknown.why(rawURL)
 	case errors.As(err, &te):
 		return te.cause.Error() + ": " + reason(te.held, rawURL)
 	case errors.As(err, &ste):

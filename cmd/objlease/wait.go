@@ -32,16 +32,54 @@ const slotsPoll = time.Second
 // (after which such a write has expired).
 func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
 	l, err := c.await(ctx, cl, timeout)
+	if errors.Is(err, objlease.ErrAmbiguous) {
+		// The write may have landed: the lease may be this holder's,
+		// unseen, until its TTL ends. Say whose, and how to free it.
+		return nil, &unknownTake{holder: cl.Options().Holder, ttl: cl.Options().TTL, requestTimeout: c.requestTimeout, err: err}
+	}
 	if err != nil {
 		return nil, foreignObject(ctx, cl.Store(), cl.Key(), err, "; it is left alone unless --force is given")
 	}
 	return l, nil
 }
 
+// unknownTake is an acquisition whose write's outcome could not be
+// learnt: the lease may be held by holder, unseen, for ttl.
+type unknownTake struct {
+	holder         string
+	ttl            time.Duration
+	requestTimeout time.Duration
+	err            error
+}
+
+func (e *unknownTake) Error() string { return e.err.Error() }
+func (e *unknownTake) Unwrap() error { return e.err }
+
+// why is the line's cause: the lease may be held, by whom, for how long,
+// how to free it, and what to change; rawURL names the lease.
+func (e *unknownTake) why(rawURL string) string {
+	wait := "the write in time"
+	var te *providers.TimeoutError
+	if errors.As(e.err, &te) && e.requestTimeout > 0 {
+		wait = fmt.Sprintf("the write, nor the re-reads of the record, within --request-timeout %v", e.requestTimeout)
+	}
+	release := fmt.Sprintf("objlease release --holder %s %s", shellQuote(e.holder), rawURL)
+	return fmt.Sprintf("the lease may be held by %q, unseen: the store did not answer %s; if the write landed, it holds the lease for its TTL (%v), and %s frees it (raise --request-timeout above the time the store takes to answer, or check the store and the network)",
+		e.holder, wait, roundDuration(e.ttl), release)
+}
+
 // await is take, with the error as the library gives it.
 func (c *cli) await(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
 	if timeout.set && timeout.d == 0 {
-		ctx, cancel := context.WithTimeoutCause(ctx, cl.Options().TTL, fmt.Errorf("%w: the outcome of the one attempt of %s stayed unknown for the lease's TTL", errNotAcquired, timeout))
+		// One attempt, and the re-reads that learn its outcome if its
+		// reply is lost: for four requests' time at most (a store slower
+		// than --request-timeout answers none of them), and never past
+		// the TTL, after which a write that landed has expired anyway.
+		bound := cl.Options().TTL
+		if c.requestTimeout > 0 {
+			bound = min(bound, 4*c.requestTimeout)
+		}
+		ctx, cancel := context.WithTimeoutCause(ctx, bound, fmt.Errorf("%w: the outcome of the one attempt of %s stayed unknown for %v", errNotAcquired, timeout, bound))
 		defer cancel()
 		return cl.TryAcquire(ctx)
 	}
