@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/fence"
+	"github.com/objlease/objlease/objlease/tick"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -40,7 +42,31 @@ func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) 
 	if err != nil {
 		return nil, foreignObject(ctx, cl.Store(), cl.Key(), err, "; it is left alone unless --force is given")
 	}
+	if l.Token() == 1 {
+		c.warnRestarted(ctx, cl, l)
+	}
 	return l, nil
+}
+
+// warnRestarted warns when a lease that starts at token 1 has a fenced
+// object beside it, its tick mark, written with a token as high or
+// higher: its record was deleted (by hand, or by a tool that cleans up),
+// and the tokens start again below those already given out. Writes
+// fenced with the new tokens are refused where a higher one has written.
+// Nothing else shows a deleted record's tokens: a fenced object elsewhere
+// is found only when --fenced names it (and then the tokens go on above
+// it), and a record deleted with nothing beside it restarts unseen.
+func (c *cli) warnRestarted(ctx context.Context, cl *objlease.Client, l *objlease.Lease) {
+	key := tick.Key(cl.Key())
+	a, err := cl.Store().Stat(ctx, key)
+	if err != nil {
+		return
+	}
+	t, err := strconv.ParseUint(a.Metadata[fence.TokenKey], 10, 64)
+	if err != nil || t < l.Token() {
+		return
+	}
+	c.log.Warn(fmt.Sprintf("lease %q starts again at token %d, but %q beside it was written with token %d: its record was deleted, and fenced writes with tokens up to %d are refused; release it and acquire with --min-token %d to go on above", cl.Key(), l.Token(), key, t, t, t))
 }
 
 // unknownTake is an acquisition whose write's outcome could not be
