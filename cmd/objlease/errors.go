@@ -277,6 +277,11 @@ func reason(err error, rawURL string) string {
 			what = "is an objlease record of a newer schema"
 		}
 		return fmt.Sprintf("the object at %q %s: %s; it is left alone unless --force is given", oe.Key, what, oe.Reason)
+	case errors.Is(err, providers.ErrNoBucket) && s3EndpointPath(rawURL) != "":
+		// The requests carry the endpoint's path before the bucket: the
+		// store looked for another bucket, or for none.
+		ep := s3Endpoint(rawURL)
+		return fmt.Sprintf("%s %q does not exist at that endpoint, whose path %s S3 requests carry before the bucket: an S3 endpoint is the server's address alone (%s://%s), or check the name", bucketWord(rawURL), bucketOf(rawURL), ep.Path, ep.Scheme, ep.Host)
 	case errors.Is(err, providers.ErrNoBucket):
 		return fmt.Sprintf("%s %q does not exist (check the name or %s)", bucketWord(rawURL), bucketOf(rawURL), endpointHint(rawURL))
 	case errors.Is(err, providers.ErrPermission) && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && errors.As(err, &pe):
@@ -377,6 +382,36 @@ func core(pe *providers.Error) string {
 		msg += ": " + native
 	}
 	return msg
+}
+
+// s3Endpoint is the endpoint an s3:// URL's requests go to, from
+// ?endpoint= or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL; nil if none is
+// given or the URL is not an s3:// one.
+func s3Endpoint(rawURL string) *url.URL {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "s3" {
+		return nil
+	}
+	ep := u.Query().Get("endpoint")
+	for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
+		if ep == "" {
+			ep = os.Getenv(v)
+		}
+	}
+	e, err := url.Parse(ep)
+	if ep == "" || err != nil {
+		return nil
+	}
+	return e
+}
+
+// s3EndpointPath is the path of an s3:// URL's endpoint, "" if it has
+// none.
+func s3EndpointPath(rawURL string) string {
+	if e := s3Endpoint(rawURL); e != nil && strings.Trim(e.Path, "/") != "" {
+		return e.Path
+	}
+	return ""
 }
 
 // bucketWord is what the URL's store calls a bucket.
