@@ -379,3 +379,61 @@ func TestCLINoCredentialsS3(t *testing.T) {
 	runCLI(t, env, "run", u, "--", "true").want(t, 78, strings.Replace(line, "%s", "run", 1))
 	runCLI(t, env, "inspect", u).want(t, 78, strings.Replace(line, "%s", "inspect", 1))
 }
+
+// Endpoints that are not the store's API, told as such rather than as a
+// missing bucket or a store failure; exit 78 each.
+func TestCLIWrongEndpointNotABucket(t *testing.T) {
+	env := []string{"AWS_ACCESS_KEY_ID=k", "AWS_SECRET_ACCESS_KEY=s", "AWS_REGION=us-east-1"}
+
+	// A listing of a bucket fake-gcs-server lacks, through its XML API as
+	// an S3 endpoint: a 500 with an XML error S3 would not write. list
+	// exited 69 with "500 InternalServerError" where inspect said 78.
+	t.Run("S3 at a GCS server, missing bucket", func(t *testing.T) {
+		g := emulator.FakeGCS(t)
+		line := `%s s3://\S+: endpoint does not serve the store's API: bucket "nobucket": the endpoint answered \d+ without an S3 error in the reply \(check \?endpoint= or AWS_ENDPOINT_URL\)`
+		runCLI(t, env, "list", s3CLIURL("http://"+g.Host, "nobucket", "")).want(t, 78, strings.Replace(line, "%s", "list", 1))
+		runCLI(t, env, "list", s3CLIURL("http://"+g.Host, "nobucket", "p/")).want(t, 78, strings.Replace(line, "%s", "list", 1))
+		runCLI(t, env, "inspect", s3CLIURL("http://"+g.Host, "nobucket", "a")).want(t, 78, strings.Replace(line, "%s", "inspect", 1))
+	})
+
+	// A GCS endpoint that answers 404 with no body to everything: the JSON
+	// API always says why. It read as a missing bucket.
+	t.Run("GCS endpoint answering bare 404s", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Length", "0")
+			w.WriteHeader(http.StatusNotFound)
+		}))
+		t.Cleanup(srv.Close)
+		u := "gs://bkt/a?endpoint=" + url.QueryEscape(srv.URL+"/storage/v1/")
+		line := `%s gs://\S+: endpoint does not serve the store's API: bucket "bkt": the endpoint answered 404 with no body, which no Cloud Storage API does \(is the endpoint the JSON API root, …/storage/v1/\?\) \(check \?endpoint= or STORAGE_EMULATOR_HOST\)`
+		for _, args := range [][]string{{"inspect", u}, {"acquire", "--timeout", "0", u}, {"list", "gs://bkt/?endpoint=" + url.QueryEscape(srv.URL+"/storage/v1/")}} {
+			runCLI(t, nil, args...).want(t, 78, strings.Replace(line, "%s", args[0], 1))
+		}
+	})
+
+	// An S3 server given as a GCS endpoint: its NoSuchBucket read as a
+	// missing bucket, its 405 and 400 came raw.
+	t.Run("S3 server as a GCS endpoint", func(t *testing.T) {
+		s := emulator.VersityGW(t)
+		at := func(key string) string {
+			return "gs://" + s.Bucket + "/" + key + "?endpoint=" + url.QueryEscape(s.Endpoint)
+		}
+		line := `%s gs://\S+: endpoint does not serve the store's API: bucket "` + s.Bucket + `": the endpoint answered as an S3 server does \(an x-amz-request-id in the reply\), not as Cloud Storage: an S3 store takes an s3:// URL \(check \?endpoint= or STORAGE_EMULATOR_HOST\)`
+		for _, args := range [][]string{{"inspect", at("a")}, {"acquire", "--timeout", "0", at("a")}, {"list", at("")}} {
+			runCLI(t, nil, args...).want(t, 78, strings.Replace(line, "%s", args[0], 1))
+		}
+	})
+
+	// An S3 endpoint with a path: the requests carry it before the bucket,
+	// and the store looks for another. It said only that the bucket does
+	// not exist.
+	t.Run("S3 endpoint with a path", func(t *testing.T) {
+		s := emulator.VersityGW(t)
+		wrong := strings.TrimSuffix(s.Endpoint, "/") + "/wrong"
+		line := `%s s3://\S+: bucket "` + s.Bucket + `" does not exist at that endpoint, whose path /wrong S3 requests carry before the bucket: an S3 endpoint is the server's address alone \(http://127\.0\.0\.1:\d+\), or check the name`
+		e := s3CLIEnv(s, s.AccessKey, s.SecretKey)
+		runCLI(t, e, "inspect", s3CLIURL(wrong, s.Bucket, "a")).want(t, 78, strings.Replace(line, "%s", "inspect", 1))
+		runCLI(t, e, "list", s3CLIURL(wrong, s.Bucket, "")).want(t, 78, strings.Replace(line, "%s", "list", 1))
+	})
+}

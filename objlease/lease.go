@@ -196,6 +196,10 @@ func (l *Lease) Token() uint64 {
 // Key returns the lease's key.
 func (l *Lease) Key() string { return l.c.key }
 
+// Client returns the Client that acquired the lease: its Store reads the
+// record as the lease's own requests do.
+func (l *Lease) Client() *Client { return l.c }
+
 // Record returns a copy of the record as last written by this holder.
 func (l *Lease) Record() Record {
 	l.mu.Lock()
@@ -371,7 +375,10 @@ func (l *Lease) renew(ctx context.Context) error {
 	}
 	l.c.recordRenew(l.c.opts.Clock.Now().Sub(sent), err)
 	if errors.Is(err, providers.ErrPrecondition) {
-		return &Error{Key: l.c.key, Record: seen, Reason: replacedHow(seen, l.c.opts.Holder, next.Token),
+		l.mu.Lock()
+		valid := l.remaining(l.c.opts.Clock.Now()) > 0
+		l.mu.Unlock()
+		return &Error{Key: l.c.key, Record: seen, Reason: replacedHow(seen, l.c.opts.Holder, next.Token, valid),
 			Err: fmt.Errorf("%w: lease %q: %w: %w", ErrLeaseLost, l.c.key, errRefused, err)}
 	}
 	if err != nil {
@@ -577,7 +584,16 @@ func broken(o *observation, token uint64, validUntil time.Time) bool {
 // next token, released, with no holder), taken over by another holder, or
 // released by another process with this lease's holder identity. It is ""
 // if nothing was seen.
-func replacedHow(seen *Record, holder string, token uint64) string {
+//
+// It judges by the records, not by who holds the lease now: a takeover
+// after expiry writes the very next token, so a holder seen with a later
+// one came after a token that began and ended unseen (a break by an
+// operator that a waiter then acquired over, or a takeover that ended),
+// and which of those it was is not said, unless valid: a refusal that
+// came while this holder's validity still ran cannot follow a takeover
+// after expiry, which waits longer than the validity lasts, so the first
+// unseen token was an operator's break.
+func replacedHow(seen *Record, holder string, token uint64, valid bool) string {
 	switch r := seen; {
 	case r == nil:
 		return ""
@@ -585,10 +601,26 @@ func replacedHow(seen *Record, holder string, token uint64) string {
 		return fmt.Sprintf("broken by an operator, new token %d", r.Token)
 	case r.State == StateReleased && r.Holder == holder && r.Token == token:
 		return fmt.Sprintf("released by another process as %s", showHolder(r.Holder))
+	case r.Token > token+1 && valid && r.State == StateReleased:
+		return fmt.Sprintf("broken by an operator, new token %d, then acquired and released since by %s (token %d)", token+1, showHolder(r.Holder), r.Token)
+	case r.Token > token+1 && valid:
+		return fmt.Sprintf("broken by an operator, new token %d, then acquired by %s, new token %d", token+1, showHolder(r.Holder), r.Token)
+	case r.Token > token+1 && r.State == StateReleased:
+		return fmt.Sprintf("acquired and released since by %s (token %d), after %s that ended unseen (broken by an operator, or taken over)", showHolder(r.Holder), r.Token, unseenTokens(token, r.Token))
+	case r.Token > token+1:
+		return fmt.Sprintf("acquired by %s, new token %d, after %s that ended unseen (broken by an operator, or taken over)", showHolder(r.Holder), r.Token, unseenTokens(token, r.Token))
 	case r.State == StateReleased:
 		return fmt.Sprintf("taken over and released since by %s (token %d)", showHolder(r.Holder), r.Token)
 	case r.Holder == holder:
 		return fmt.Sprintf("taken by another process as %s, new token %d", showHolder(r.Holder), r.Token)
 	}
 	return fmt.Sprintf("taken over by %s after it expired, new token %d", showHolder(seen.Holder), seen.Token)
+}
+
+// unseenTokens names the tokens issued after token and before now.
+func unseenTokens(token, now uint64) string {
+	if now == token+2 {
+		return fmt.Sprintf("token %d", token+1)
+	}
+	return fmt.Sprintf("tokens %d to %d", token+1, now-1)
 }

@@ -2,7 +2,9 @@
 # Builds the release archives of HEAD (scripts/release.sh, every target)
 # from a clone, then the linux/amd64 one again from a second clone at
 # another path with an empty build cache, and fails unless the two are
-# the same bytes. Prints the archives' sizes.
+# the same bytes, or if a relative link of the archive's README.md or
+# CHANGELOG.md names a file the archive does not hold. Prints the
+# archives' sizes.
 #
 # Usage: scripts/release-check.sh
 set -euo pipefail
@@ -23,4 +25,12 @@ if ! cmp -s "$a" "$b"; then
 	exit 1
 fi
 (cd "$tmp/out-one" && sha256sum -c --quiet ./*_checksums.txt)
+# Every relative link of the archive's Markdown resolves inside it.
+mkdir "$tmp/unpacked"
+tar -xzf "$a" -C "$tmp/unpacked"
+unpacked=$(echo "$tmp/unpacked"/*)
+(cd "$repo" && go run ./scripts/relink -check - "$unpacked" README.md CHANGELOG.md) || {
+	echo "release-check: $(basename "$a") has Markdown links to files it does not hold" >&2
+	exit 1
+}
 echo "release-check: $(basename "$a") built twice, same bytes: $(sha256sum "$a" | cut -c1-16)…" >&2

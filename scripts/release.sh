@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the release archives of the CLI: for linux, darwin and windows on
 # amd64 and arm64, an archive (.tar.gz; .zip for windows) holding the
-# binary, LICENSE, README.md, CHANGELOG.md, shell completions and the
-# manual page (both printed by the binary itself, from the text of its
-# help), and a SHA-256 checksums file beside them.
+# binary, LICENSE, README.md, CHANGELOG.md (their links to files the
+# archive does not hold made links to the repository at the version's
+# tag), shell completions and the manual page (both printed by the binary
+# itself, from the text of its help), and a SHA-256 checksums file beside
+# them.
 #
 # Reproducible: the same commit gives the same bytes on any machine with
 # the same Go version (-trimpath, no build ID, no VCS stamp but the
@@ -45,6 +47,9 @@ for sh in bash zsh fish; do
 done
 "$tmp/host/objlease" help man >"$tmp/extra/man/objlease.1"
 cp LICENSE README.md CHANGELOG.md "$tmp/extra/"
+# The archive holds no docs/: their links point at the repository, at the
+# version's tag.
+go run ./scripts/relink "https://github.com/objlease/objlease/blob/$version" "$tmp/extra" README.md CHANGELOG.md
 
 for target in $targets; do
 	os=${target%/*} arch=${target#*/}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/objlease/objlease/providers"
@@ -52,6 +54,31 @@ func (c *cli) flagNames() map[string][]string {
 			}
 		})
 		out[cmd.name] = names
+	}
+	return out
+}
+
+// flagValues lists, for each visible command, the values of its flags
+// that take one of a few words (--log-format, -o), by "--name" or "-n".
+func (c *cli) flagValues() map[string]map[string][]string {
+	out := map[string]map[string][]string{}
+	for cmd, fs := range c.listedCommands() {
+		vals := map[string][]string{}
+		if fs.Lookup("log-format") != nil {
+			vals["--log-format"] = []string{"text", "json"}
+		}
+		if f := fs.Lookup("o"); f != nil {
+			var words []string
+			for _, w := range []string{"text", "json", "wide"} {
+				if strings.Contains(f.Usage, w) {
+					words = append(words, w)
+				}
+			}
+			if len(words) > 0 {
+				vals["-o"] = words
+			}
+		}
+		out[cmd.name] = vals
 	}
 	return out
 }
@@ -107,6 +134,19 @@ _objlease() {
 		b.WriteString(" ;;\n")
 	}
 	b.WriteString("  esac\n")
+	// The word after a flag that takes one of a few values: those values.
+	b.WriteString("  local prev=\"\"\n  if [ \"$COMP_CWORD\" -gt 1 ]; then prev=${COMP_WORDS[COMP_CWORD-1]}; fi\n  case $cmd:$prev in\n")
+	fv := c.flagValues()
+	for _, name := range visibleCommands() {
+		for _, f := range slices.Sorted(maps.Keys(fv[name])) {
+			alt := "-" + f // -o and --o, --log-format and -log-format
+			if strings.HasPrefix(f, "--") {
+				alt = f[1:]
+			}
+			fmt.Fprintf(&b, "    %s:%s|%s:%s) COMPREPLY=($(compgen -W %q -- \"$cur\")); return ;;\n", name, f, name, alt, strings.Join(fv[name][f], " "))
+		}
+	}
+	b.WriteString("  esac\n")
 	fmt.Fprintf(&b, `  case $cur in
     -*) COMPREPLY=($(compgen -W "$flags" -- "$cur")) ;;
     file://*)
@@ -144,15 +184,20 @@ func (c *cli) fishCompletion() string {
 		}
 	}
 	fn := c.flagNames()
+	fv := c.flagValues()
 	for _, name := range visibleCommands() {
 		if subs := lookup(name).subcommands; len(subs) > 0 {
 			fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -a %q\n", name, strings.Join(subs, " "))
 		}
 		for _, f := range fn[name] {
+			values := ""
+			if v := fv[name][f]; len(v) > 0 {
+				values = fmt.Sprintf(" -xa '%s'", strings.Join(v, " "))
+			}
 			if long, ok := strings.CutPrefix(f, "--"); ok {
-				fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -l %s\n", name, long)
+				fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -l %s%s\n", name, long, values)
 			} else {
-				fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -s %s\n", name, strings.TrimPrefix(f, "-"))
+				fmt.Fprintf(&b, "complete -c objlease -n '__fish_seen_subcommand_from %s' -s %s%s\n", name, strings.TrimPrefix(f, "-"), values)
 			}
 		}
 	}

@@ -184,6 +184,15 @@ func TestCompletionInInteractiveBash(t *testing.T) {
 	b.line("objlease inspect " + leases + "/jobs/")
 	b.send("\x15")
 
+	// The values of a flag that takes one of a few words, not schemes.
+	b.send("objlease acquire --log-format \t\t")
+	b.expect(`json\s+text\s`)
+	b.send("\x15")
+	b.send("objlease watch --log-format j\t")
+	b.line("objlease watch --log-format json ")
+	b.send("objlease list -o w\t")
+	b.line("objlease list -o wide ")
+
 	// Flags, and schemes.
 	b.send("objlease hold --store-c\t")
 	b.line("objlease hold --store-clock ")

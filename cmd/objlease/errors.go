@@ -39,6 +39,9 @@ var (
 	errEmpty = errors.New("nothing to write")
 	// errInProcess: a mem:// URL, whose store no other process can see.
 	errInProcess = errors.New("in-process store")
+	// errLocalInput: standard input could not be read, or not copied into
+	// $TMPDIR: this machine's problem, not the store's.
+	errLocalInput = errors.New("standard input could not be read or copied")
 )
 
 // Exit codes that tests and callers name.
@@ -62,8 +65,9 @@ var exitCodes = []struct {
 		"the store is not set up as the URL says: the bucket or container does not exist, no credentials were found or they were refused, the endpoint does not serve the store's API, the store refuses writes conditional on an object's current version (run doctor), or (file://) the file system refused access, is mounted read-only or is full"},
 	{64, []error{errUsage, providers.ErrBadURL, providers.ErrInvalidKey, objlease.ErrInvalidOptions, tick.ErrBadTick,
 		fence.ErrVersionsRepeat, fence.ErrReservedKey, bench.ErrUsage, semaphore.ErrSizeMismatch, errEmpty, errInProcess},
-		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty); a command under run waiting for the very lease it runs under; an --http address that cannot be listened on (in use, not this machine's)"},
+		"usage error: unknown command or flag, missing argument, bad URL or key, a mem:// URL, invalid option, a --slots other than the recorded one; put with a directory on stdin, or with an empty stdin, batch commit or run --commit with nothing written (unless --allow-empty); a command under run waiting for the very lease it runs under; an --http value that is not host:port, or an address that cannot be listened on (in use, not this machine's)"},
 	{76, []error{objlease.ErrLeaseLost}, "run, hold, elect: the lease was lost while held"},
+	{74, []error{errLocalInput}, "put, batch put: standard input could not be read, or not copied into a temporary file ($TMPDIR missing, read-only or full); nothing was written"},
 	{77, []error{fence.ErrStale}, "put, rm, batch, run --commit: refused, a newer token has written the object or committed the prefix"},
 	{65, []error{objlease.ErrBadRecord, objlease.ErrNewerSchema, objlease.ErrFencedObject, fence.ErrLeaseRecord, fence.ErrBadManifest, tick.ErrBadMark, objlease.ErrTokenExhausted, objlease.ErrTokenUnknown},
 		"the object at the key is not an objlease record (or is of a newer schema), left alone unless --force is given; or it is a fenced data object, or a lease record where fenced data was meant, never overwritten; or a batch's manifest, or a tick's mark, is not objlease's; or its token is the largest there can be; or, with --force, nothing shows the highest token issued (give --min-token or --fenced)"},
@@ -189,9 +193,54 @@ func describe(err error) string {
 	var oe *opError
 	if errors.As(err, &oe) {
 		// A plain path is judged as the file:// URL it stands for.
-		return oe.op + " " + oe.url + ": " + reason(oe.err, storeURL(oe.url))
+		return oneLine(oe.op + " " + oe.url + ": " + reason(oe.err, storeURL(oe.url)))
 	}
-	return reason(err, "")
+	return oneLine(reason(err, ""))
+}
+
+// oneLine is line with its control characters (a newline in a key or a
+// URL) escaped as Go writes them, and its long words elided: one line a
+// terminal shows as one.
+func oneLine(line string) string {
+	if strings.ContainsFunc(line, unicode.IsControl) {
+		var b strings.Builder
+		for _, r := range line {
+			if unicode.IsControl(r) {
+				q := strconv.QuoteRune(r)
+				b.WriteString(q[1 : len(q)-1])
+				continue
+			}
+			b.WriteRune(r)
+		}
+		line = b.String()
+	}
+	return elide(line)
+}
+
+// longWord is the length past which a word of a line (a URL, a key, a
+// path) is shown by its start and its end.
+const longWord = 160
+
+// elide shortens each word of line longer than longWord to its start and
+// its end around the count of bytes left out, so that a 5,000-byte path
+// still gives a line a person can read; -v's detail line has it whole.
+func elide(line string) string {
+	if len(line) <= 2*longWord {
+		return line
+	}
+	words := strings.Split(line, " ")
+	for i, w := range words {
+		if len(w) <= longWord {
+			continue
+		}
+		head, tail := w[:80], w[len(w)-40:]
+		for !utf8.RuneStart(tail[0]) {
+			tail = tail[1:]
+		}
+		head = strings.ToValidUTF8(head, "")
+		words[i] = fmt.Sprintf("%s…(%d bytes)…%s", head, len(w)-len(head)-len(tail), tail)
+	}
+	return strings.Join(words, " ")
 }
 
 // reason is the short cause of err; rawURL, if known, names the bucket.
@@ -207,11 +256,14 @@ func reason(err error, rawURL string) string {
 	var notHolder *notHolderError
 	var timeout *providers.TimeoutError
 	var said *saidError
+	var unknown *unknownTake
 	switch {
 	case errors.As(err, &said):
 		return said.what + ": " + reason(said.err, rawURL)
 	case errors.As(err, &in):
 		return in.Error()
+	case errors.As(err, &unknown):
+		return unknown.why(rawURL)
 	case errors.As(err, &te):
 		return te.cause.Error() + ": " + reason(te.held, rawURL)
 	case errors.As(err, &ste):
@@ -239,10 +291,20 @@ func reason(err error, rawURL string) string {
 			what = "is an objlease record of a newer schema"
 		}
 		return fmt.Sprintf("the object at %q %s: %s; it is left alone unless --force is given", oe.Key, what, oe.Reason)
+	case errors.Is(err, providers.ErrNoBucket) && s3EndpointPath(rawURL) != "":
+		// The requests carry the endpoint's path before the bucket: the
+		// store looked for another bucket, or for none.
+		ep := s3Endpoint(rawURL)
+		return fmt.Sprintf("%s %q does not exist at that endpoint, whose path %s S3 requests carry before the bucket: an S3 endpoint is the server's address alone (%s://%s), or check the name", bucketWord(rawURL), bucketOf(rawURL), ep.Path, ep.Scheme, ep.Host)
 	case errors.Is(err, providers.ErrNoBucket):
 		return fmt.Sprintf("%s %q does not exist (check the name or %s)", bucketWord(rawURL), bucketOf(rawURL), endpointHint(rawURL))
 	case errors.Is(err, providers.ErrPermission) && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && errors.As(err, &pe):
-		return core(pe) + " (free space on that file system, or use another directory)"
+		// Nothing was refused to anyone: the disk, or the user's quota, is full.
+		what := "the file system is full"
+		if errors.Is(err, syscall.EDQUOT) {
+			what = "the disk quota is used up"
+		}
+		return what + ": " + strings.TrimPrefix(core(pe), providers.ErrPermission.Error()+": ") + " (free space on that file system, or use another directory)"
 	case errors.Is(err, providers.ErrPermission) && strings.HasPrefix(rawURL, "file:") && errors.As(err, &pe):
 		// The file system refused: the store's words name the file and why.
 		return core(pe) + " (check that the directory is writable by this user and not mounted read-only)"
@@ -334,6 +396,36 @@ func core(pe *providers.Error) string {
 		msg += ": " + native
 	}
 	return msg
+}
+
+// s3Endpoint is the endpoint an s3:// URL's requests go to, from
+// ?endpoint= or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL; nil if none is
+// given or the URL is not an s3:// one.
+func s3Endpoint(rawURL string) *url.URL {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "s3" {
+		return nil
+	}
+	ep := u.Query().Get("endpoint")
+	for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
+		if ep == "" {
+			ep = os.Getenv(v)
+		}
+	}
+	e, err := url.Parse(ep)
+	if ep == "" || err != nil {
+		return nil
+	}
+	return e
+}
+
+// s3EndpointPath is the path of an s3:// URL's endpoint, "" if it has
+// none.
+func s3EndpointPath(rawURL string) string {
+	if e := s3Endpoint(rawURL); e != nil && strings.Trim(e.Path, "/") != "" {
+		return e.Path
+	}
+	return ""
 }
 
 // bucketWord is what the URL's store calls a bucket.

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	neturl "net/url"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
+	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
 )
@@ -94,18 +97,28 @@ func addAllowEmpty(fs *flagSet, usage string) *bool {
 // stands; anything else (a pipe, a terminal) copied first into a file in
 // the temporary directory ($TMPDIR), removed from the directory at once
 // (where the system allows: nothing is left behind even if the process is
-// killed) and closed by done.
+// killed) and closed by done. A file that tells no size (those of /proc
+// and /sys say 0, or a page) is copied as a pipe is.
+//
+// What goes wrong here is this machine's, not the store's: a directory
+// on standard input is a usage error, a $TMPDIR that cannot take the copy
+// errLocalInput (74), each with the way round.
 func (c *cli) input(ctx context.Context) (body *io.SectionReader, done func(), err error) {
 	if f, ok := c.stdin.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return nil, nil, usagef("standard input is a directory, not data: give a file (< FILE) or a pipe")
+		} else if err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && !pseudoFile(f) {
 			if at, err := f.Seek(0, io.SeekCurrent); err == nil {
+				if at > fi.Size() {
+					return nil, nil, &tagged{fmt.Sprintf("standard input is positioned past its end (at byte %d of a file of %d bytes): nothing left to write; give the file from its start (< FILE)", at, fi.Size()), errEmpty}
+				}
 				return io.NewSectionReader(f, at, fi.Size()-at), func() {}, nil
 			}
 		}
 	}
 	tmp, err := os.CreateTemp("", "objlease-stdin-")
 	if err != nil {
-		return nil, nil, fmt.Errorf("standard input: a file to hold it: %w", err)
+		return nil, nil, tmpdirErr(err)
 	}
 	removed := os.Remove(tmp.Name()) == nil
 	done = func() {
@@ -120,9 +133,35 @@ func (c *cli) input(ctx context.Context) (body *io.SectionReader, done func(), e
 	}
 	if err != nil {
 		done()
-		return nil, nil, fmt.Errorf("reading standard input into %s: %w", os.TempDir(), err)
+		var pe *fs.PathError
+		switch {
+		case context.Cause(ctx) != nil && errors.Is(err, context.Cause(ctx)):
+			return nil, nil, err
+		case errors.Is(err, syscall.EISDIR):
+			return nil, nil, usagef("standard input is a directory, not data: give a file (< FILE) or a pipe")
+		case errors.As(err, &pe) && pe.Path == tmp.Name(), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+			return nil, nil, tmpdirErr(err)
+		}
+		return nil, nil, &tagged{fmt.Sprintf("reading standard input: %v; nothing was written", err), errLocalInput}
 	}
 	return io.NewSectionReader(tmp, 0, n), done, nil
+}
+
+// tmpdirErr is the failure to copy standard input into $TMPDIR, with the
+// way round: another $TMPDIR, or a file on standard input, which is read
+// where it is.
+func tmpdirErr(err error) error {
+	why := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		why = pe.Err.Error()
+	}
+	dir := os.TempDir()
+	where := "the temporary directory " + dir
+	if os.Getenv("TMPDIR") != "" {
+		where = "TMPDIR=" + dir
+	}
+	return &tagged{fmt.Sprintf("standard input, not a file, is copied into %s before it is sent, and that failed: %s; set TMPDIR to a writable directory with room for it, or give a file (< FILE), which is sent from where it is; nothing was written", where, why), errLocalInput}
 }
 
 // copyUntil copies src to dst until src ends or ctx does, whichever is
@@ -291,7 +330,7 @@ func (c *cli) batchCmd(fs *flagSet) action {
 		}
 		m, err := fence.ReadCommitted(ctx, store, prefix)
 		if errors.Is(err, providers.ErrNotFound) {
-			return opErr(op, url, fmt.Errorf("no committed set: %w", err))
+			return opErr(op, url, noCommittedSet(ctx, store, prefix, url, err))
 		}
 		if err != nil {
 			return opErr(op, url, err)
@@ -305,6 +344,26 @@ func (c *cli) batchCmd(fs *flagSet) action {
 		}
 		return nil
 	}
+}
+
+// noCommittedSet says that nothing has been committed under prefix, and,
+// where the prefix does not end in "/" (so that the batch's directory is
+// glued to its last name: "lease_objlease/"), what the URL names instead:
+// a lease record or another object, or a directory with a committed set.
+func noCommittedSet(ctx context.Context, store providers.Store, prefix, url string, err error) error {
+	if prefix == "" || strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("no committed set: %w", err)
+	}
+	dir := url + "/"
+	if obj, gerr := store.Get(ctx, prefix, objlease.MaxRecordSize); gerr == nil {
+		if _, derr := objlease.DecodeRecord(prefix, obj.Data); derr == nil {
+			return &tagged{fmt.Sprintf("no committed set: %q is a lease record, not a batch's prefix (give the PREFIX-URL that batch commit or run --commit wrote under, such as s3://b/out/)", prefix), providers.ErrNotFound}
+		}
+	}
+	if _, serr := fence.ReadCommitted(ctx, store, prefix+"/"); serr == nil {
+		return &tagged{fmt.Sprintf("no committed set under the prefix %q (the URL ends without /, so the names start %q); there is one under the directory: give %s", prefix, prefix+"_objlease/", dir), providers.ErrNotFound}
+	}
+	return &tagged{fmt.Sprintf("no committed set under the prefix %q (the URL ends without /, so the names start %q; for the directory give %s)", prefix, prefix+"_objlease/", dir), providers.ErrNotFound}
 }
 
 // commitAfterRun commits the guarded prefix at rawURL for token, after the

@@ -355,6 +355,9 @@ func (w *waitFlag) Set(s string) error {
 		}
 	}
 	d, err := parseDuration(s)
+	if err != nil && w.seconds {
+		return fmt.Errorf("%q is neither seconds nor a duration: want a number of seconds (2.5, as flock -w takes) or a duration with a unit (500ms, 30s, 5m)", s)
+	}
 	if err != nil {
 		return err
 	}

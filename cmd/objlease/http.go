@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -25,7 +27,34 @@ import (
 // addHTTP registers --http on a long-running command. The name is not
 // --listen because elect --listen already means "watch the leader".
 func addHTTP(fs *flagSet) *string {
-	return fs.String("http", "", "serve /healthz, /readyz, /state (JSON) and /metrics (Prometheus) on `ADDR` (host:port, :9090, 127.0.0.1:0 for any free port) while the command runs")
+	addr := fs.String("http", "", "serve /healthz, /readyz, /state (JSON) and /metrics (Prometheus) on `ADDR` (host:port, :9090, 127.0.0.1:0 for any free port) while the command runs")
+	fs.checks = append(fs.checks, func() error {
+		if !fs.isSet("http") {
+			return nil
+		}
+		return checkHTTPAddr(*addr)
+	})
+	return addr
+}
+
+// checkHTTPAddr refuses an --http value that is not an address to listen
+// on, saying what the flag takes: an empty one (an unset $PORT) would
+// serve nothing, silently.
+func checkHTTPAddr(addr string) error {
+	const want = "want host:port or :PORT to listen on (:9090, 127.0.0.1:9090, 127.0.0.1:0 for any free port)"
+	if addr == "" {
+		return errors.New("--http is empty (an unset variable?): " + want + ", or leave the flag out")
+	}
+	if _, port, err := net.SplitHostPort(addr); err == nil && port != "" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(addr, 10, 16); err == nil {
+		return fmt.Errorf("--http %s: a port alone is :%s; %s", addr, addr, want)
+	}
+	if u, err := url.Parse(addr); err == nil && u.Scheme != "" && u.Host != "" {
+		return fmt.Errorf("--http %s: a URL, not an address: give %s (%s)", addr, u.Host, want)
+	}
+	return fmt.Errorf("--http %s: %s", addr, want)
 }
 
 // serveOneURL registers --http on a long-running command that takes one

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +49,29 @@ func TestLostLeaseNamesWhatHappened(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "lease lost: broken by an operator, new token 2"},
+		{"broken, then acquired by a waiter", func(t *testing.T, store providers.Store) {
+			// Nothing expired: the waiter took the broken lease at once.
+			if _, err := client(t, store, "op", clock.NewFake(epoch), true).Break(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client(t, store, "bob", clock.NewFake(epoch), false).TryAcquire(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, "lease lost: broken by an operator, new token 2, then acquired by bob, new token 3"},
+		{"broken, then acquired and released", func(t *testing.T, store providers.Store) {
+			if _, err := client(t, store, "op", clock.NewFake(epoch), true).Break(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				l, err := client(t, store, "bob", clock.NewFake(epoch), false).TryAcquire(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, "lease lost: broken by an operator, new token 2, then acquired and released since by bob (token 4)"},
 		{"released", func(t *testing.T, store providers.Store) {
 			if err := client(t, store, "alice", clock.NewFake(epoch), false).Release(ctx); err != nil {
 				t.Fatal(err)
@@ -64,5 +90,25 @@ func TestLostLeaseNamesWhatHappened(t *testing.T) {
 				t.Fatalf("reason %q, want %q (error: %v)", got, tc.want, err)
 			}
 		})
+	}
+}
+
+// The recorded session in docs/watch-session.txt shows the line a broken
+// holder prints as the command prints it now: what replaced the record,
+// not the store's precondition failure and versions.
+func TestWatchSessionShowsTheLostLeaseLine(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "watch-session.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.Contains(line, "lease lost") {
+			lost = append(lost, line)
+		}
+	}
+	want := "objlease: hold file:///tmp/ws/leases/nightly: lease lost: broken by an operator, new token 4"
+	if len(lost) != 1 || !strings.HasSuffix(lost[0], want) {
+		t.Errorf("the session's lost-lease lines: %q; want one ending %q", lost, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"log"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -41,9 +42,24 @@ func main() {
 		}
 	}()
 	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, signals: relay}
+	// What a library writes to the standard logger (net/http's "Unsolicited
+	// response received on idle HTTP channel", from a server that is not
+	// the store) would break the one line an error is: -v shows it.
+	log.SetFlags(0)
+	log.SetOutput(stdLog{c})
 	code := c.main(ctx, os.Args[1:])
 	signal.Stop(sigc)
 	os.Exit(code)
+}
+
+// stdLog passes the standard logger's lines to the command's debug log.
+type stdLog struct{ c *cli }
+
+func (w stdLog) Write(p []byte) (int, error) {
+	if w.c.log != nil {
+		w.c.log.Debug(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
 }
 
 // caught are the signals that end a command cleanly (and that run passes

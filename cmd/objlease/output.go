@@ -153,3 +153,12 @@ func (c *cli) printList(kind string, items any) error {
 		Items any    `json:"items"`
 	}{kind, items})
 }
+
+// shellQuote is s as one word of a shell command line: as it is if it
+// has nothing a shell reads, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -532,16 +532,46 @@ func notFoundHint(argv0 string) string {
 }
 
 // release releases l, giving the store up to the lease's TTL: past that
-// the lease has expired anyway.
+// the lease has expired anyway. A release whose outcome it could not learn
+// in that time (a slow store's late replies, a reply lost) is judged by
+// one more read of the record: the release had landed if the record is
+// released with the lease's token and holder, which nothing is to be
+// warned of.
 func (c *cli) release(l *objlease.Lease) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(l.Record().TTLMillis)*time.Millisecond)
 	defer cancel()
 	err := l.Release(ctx)
+	if err == nil || (errors.Is(err, objlease.ErrLeaseLost) && !errors.Is(err, objlease.ErrAmbiguous)) {
+		return err
+	}
+	now, rerr := c.recordNow(l)
 	switch {
+	case rerr == nil && now.State == objlease.StateReleased && now.Token == l.Token() && now.Holder == l.Record().Holder:
+		c.log.Debug("release landed; its reply came too late to tell", slog.Any("err", err))
+		return nil
+	case rerr == nil && now.Token > l.Token():
+		c.log.Warn(fmt.Sprintf("release outcome unknown; the lease has been taken since by %s (token %d)", showHolder(now.Holder), now.Token), slog.Any("err", err))
+	case rerr == nil && now.State == objlease.StateHeld && now.Token == l.Token():
+		c.log.Warn("lease not released (the store did not answer in time); it expires after its TTL", slog.Any("err", err))
 	case errors.Is(err, objlease.ErrAmbiguous):
-		c.log.Warn("release outcome unknown; the lease has been taken since", slog.Any("err", err))
-	case err != nil && !errors.Is(err, objlease.ErrLeaseLost):
+		c.log.Warn("release outcome unknown: its reply was lost, and the record could not be read since", slog.Any("err", err))
+	default:
 		c.log.Warn("lease not released; it expires after its TTL", slog.Any("err", err))
 	}
 	return err
+}
+
+// recordNow reads l's record once, within one request's time.
+func (c *cli) recordNow(l *objlease.Lease) (*objlease.Record, error) {
+	timeout := c.requestTimeout
+	if timeout <= 0 {
+		timeout = providers.DefaultRequestTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	obj, err := l.Client().Store().Get(ctx, l.Key(), objlease.MaxRecordSize)
+	if err != nil {
+		return nil, err
+	}
+	return objlease.DecodeRecord(l.Key(), obj.Data)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/fence"
+	"github.com/objlease/objlease/objlease/tick"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -32,16 +34,78 @@ const slotsPoll = time.Second
 // (after which such a write has expired).
 func (c *cli) take(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
 	l, err := c.await(ctx, cl, timeout)
+	if errors.Is(err, objlease.ErrAmbiguous) {
+		// The write may have landed: the lease may be this holder's,
+		// unseen, until its TTL ends. Say whose, and how to free it.
+		return nil, &unknownTake{holder: cl.Options().Holder, ttl: cl.Options().TTL, requestTimeout: c.requestTimeout, err: err}
+	}
 	if err != nil {
 		return nil, foreignObject(ctx, cl.Store(), cl.Key(), err, "; it is left alone unless --force is given")
 	}
+	if l.Token() == 1 {
+		c.warnRestarted(ctx, cl, l)
+	}
 	return l, nil
+}
+
+// warnRestarted warns when a lease that starts at token 1 has a fenced
+// object beside it, its tick mark, written with a token as high or
+// higher: its record was deleted (by hand, or by a tool that cleans up),
+// and the tokens start again below those already given out. Writes
+// fenced with the new tokens are refused where a higher one has written.
+// Nothing else shows a deleted record's tokens: a fenced object elsewhere
+// is found only when --fenced names it (and then the tokens go on above
+// it), and a record deleted with nothing beside it restarts unseen.
+func (c *cli) warnRestarted(ctx context.Context, cl *objlease.Client, l *objlease.Lease) {
+	key := tick.Key(cl.Key())
+	a, err := cl.Store().Stat(ctx, key)
+	if err != nil {
+		return
+	}
+	t, err := strconv.ParseUint(a.Metadata[fence.TokenKey], 10, 64)
+	if err != nil || t < l.Token() {
+		return
+	}
+	c.log.Warn(fmt.Sprintf("lease %q starts again at token %d, but %q beside it was written with token %d: its record was deleted, and fenced writes with tokens up to %d are refused; release it and acquire with --min-token %d to go on above", cl.Key(), l.Token(), key, t, t, t))
+}
+
+// unknownTake is an acquisition whose write's outcome could not be
+// learnt: the lease may be held by holder, unseen, for ttl.
+type unknownTake struct {
+	holder         string
+	ttl            time.Duration
+	requestTimeout time.Duration
+	err            error
+}
+
+func (e *unknownTake) Error() string { return e.err.Error() }
+func (e *unknownTake) Unwrap() error { return e.err }
+
+// why is the line's cause: the lease may be held, by whom, for how long,
+// how to free it, and what to change; rawURL names the lease.
+func (e *unknownTake) why(rawURL string) string {
+	wait := "the write in time"
+	var te *providers.TimeoutError
+	if errors.As(e.err, &te) && e.requestTimeout > 0 {
+		wait = fmt.Sprintf("the write, nor the re-reads of the record, within --request-timeout %v", e.requestTimeout)
+	}
+	release := fmt.Sprintf("objlease release --holder %s %s", shellQuote(e.holder), rawURL)
+	return fmt.Sprintf("the lease may be held by %q, unseen: the store did not answer %s; if the write landed, it holds the lease for its TTL (%v), and %s frees it (raise --request-timeout above the time the store takes to answer, or check the store and the network)",
+		e.holder, wait, roundDuration(e.ttl), release)
 }
 
 // await is take, with the error as the library gives it.
 func (c *cli) await(ctx context.Context, cl *objlease.Client, timeout *waitFlag) (*objlease.Lease, error) {
 	if timeout.set && timeout.d == 0 {
-		ctx, cancel := context.WithTimeoutCause(ctx, cl.Options().TTL, fmt.Errorf("%w: the outcome of the one attempt of %s stayed unknown for the lease's TTL", errNotAcquired, timeout))
+		// One attempt, and the re-reads that learn its outcome if its
+		// reply is lost: for four requests' time at most (a store slower
+		// than --request-timeout answers none of them), and never past
+		// the TTL, after which a write that landed has expired anyway.
+		bound := cl.Options().TTL
+		if c.requestTimeout > 0 {
+			bound = min(bound, 4*c.requestTimeout)
+		}
+		ctx, cancel := context.WithTimeoutCause(ctx, bound, fmt.Errorf("%w: the outcome of the one attempt of %s stayed unknown for %v", errNotAcquired, timeout, bound))
 		defer cancel()
 		return cl.TryAcquire(ctx)
 	}

@@ -301,8 +301,8 @@ func (c *cli) watchCmd(fs *flagSet) action {
 		}
 		defer store.Close()
 		isPrefix := *prefix || key == "" || strings.HasSuffix(key, "/")
-		if !isPrefix {
-			c.sayIfDirectory(ctx, store, url, key)
+		if !isPrefix && c.isDirectory(ctx, store, url, key) {
+			key, isPrefix = key+"/", true
 		}
 		w := newWatcher(c, store, key, newTracker(*renewals, isPrefix), clock.Real(), lf.options(c.log), *asJSON)
 		err = w.run(ctx, poll)
@@ -313,16 +313,19 @@ func (c *cli) watchCmd(fs *flagSet) action {
 	})
 }
 
-// sayIfDirectory says once that key, which names no object, is the
-// directory of some: watch DIR/ (or --prefix) was most likely meant. The
-// watch goes on on the key, which may yet be written.
-func (c *cli) sayIfDirectory(ctx context.Context, store providers.Store, url, key string) {
+// isDirectory reports whether key names no object but has objects under
+// key/: watch DIR was meant as watch DIR/, as ls DIR lists it, and the
+// leases under it are watched, said once. (An absent key is otherwise
+// watched as a key, which may yet be written.)
+func (c *cli) isDirectory(ctx context.Context, store providers.Store, url, key string) bool {
 	if _, err := store.Stat(ctx, key); !errors.Is(err, providers.ErrNotFound) {
-		return
+		return false
 	}
 	if page, err := store.List(ctx, key+"/", "", 1); err == nil && len(page.Objects) > 0 {
-		c.say(fmt.Sprintf("watch %s: no object at %q, but there are objects under %q: watching the key; give %s/ (or --prefix) to watch them", url, key, key+"/", url))
+		c.say(fmt.Sprintf("watch %s: no object at %q, and objects under %q: watching the leases under it, as for %s/", url, key, key+"/", url))
+		return true
 	}
+	return false
 }
 
 // watcher polls a key or a prefix and prints what changed. It reads each

@@ -56,6 +56,33 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			continue
 		}
 		checkArgs(t, cli, name, c.Args)
+		checkTmp(t, name, spec)
+	}
+}
+
+// checkTmp checks that a container with a read-only root has a writable
+// /tmp: objlease put copies a pipe there before it sends it, and a
+// command finds no $TMPDIR otherwise.
+func checkTmp(t *testing.T, name string, spec *corev1.PodSpec) {
+	t.Helper()
+	for _, c := range spec.Containers {
+		if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
+			continue
+		}
+		writable := false
+		for _, m := range c.VolumeMounts {
+			if m.MountPath != "/tmp" || m.ReadOnly {
+				continue
+			}
+			for _, v := range spec.Volumes {
+				if v.Name == m.Name && v.EmptyDir != nil {
+					writable = true
+				}
+			}
+		}
+		if !writable {
+			t.Errorf("%s: container %q has a read-only root and no emptyDir at /tmp: objlease put of a pipe, and the command, find no temporary directory", name, c.Name)
+		}
 	}
 }
 

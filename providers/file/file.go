@@ -129,6 +129,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/objlease/objlease/providers"
@@ -221,6 +222,8 @@ func openRoot(root string, mustExist bool) (*store, error) {
 	switch {
 	case err == nil && !fi.IsDir():
 		return nil, fmt.Errorf("file store root %q is not a directory", root)
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return nil, fmt.Errorf("%w: the directory's path is %d bytes, longer than the file system takes", providers.ErrBadURL, len(abs))
 	case err != nil && (mustExist || !errors.Is(err, fs.ErrNotExist)):
 		// (A file where a directory of the path should be is an error:
 		// no write could create the directory.)
@@ -263,6 +266,10 @@ func open(_ context.Context, u *url.URL, _ providers.OpenOptions) (*providers.Bu
 				what = `"//"`
 			}
 			return nil, "", fmt.Errorf("%w %q: the path has %s; give the directory as it is, %s", providers.ErrBadURL, u.Redacted(), what, "file://"+path.Clean(u.Path))
+		}
+		if len(seg) > maxName {
+			// Named by its start: the whole would be the line.
+			return nil, "", fmt.Errorf("%w: the directory's path has a name of %d bytes, starting %q; a file system takes at most %d bytes a name", providers.ErrBadURL, len(seg), strings.ToValidUTF8(seg[:32], ""), maxName)
 		}
 	}
 	root, key := path.Split(localPath(u.Path))

@@ -43,6 +43,15 @@ func (s *store) mapErr(ctx context.Context, slot *replySlot, op, key string, err
 
 	var sentinel error
 	switch {
+	// An S3 server (its reply carries an S3 request ID, which no Cloud
+	// Storage reply does) given as a GCS endpoint: whatever it answered
+	// (NoSuchBucket, 405 to the JSON API's POST) is not about the bucket.
+	case status >= 400 && slot.fromS3(), errors.Is(lookup, errS3Endpoint):
+		sentinel = fmt.Errorf("%w: bucket %q: the endpoint answered as an S3 server does (an x-amz-request-id in the reply), not as Cloud Storage: an S3 store takes an s3:// URL", providers.ErrWrongEndpoint, s.name)
+	// A 404 with no body to a call of the JSON API, which always says why
+	// in a JSON error: a server that answers 404 to everything.
+	case notFound && op != "get" && slot.bareError() && (ge == nil || strings.TrimSpace(ge.Body) == ""):
+		sentinel = fmt.Errorf("%w: bucket %q: the endpoint answered 404 with no body, which no Cloud Storage API does (is the endpoint the JSON API root, …/storage/v1/?)", providers.ErrWrongEndpoint, s.name)
 	// GCS and fake-gcs-server: 412 conditionNotMet, DoesNotExist or
 	// GenerationMatch did not hold (also GenerationMatch on a missing object).
 	case status == http.StatusPreconditionFailed:
@@ -120,6 +129,11 @@ func (s *store) lookUpBucket(ctx context.Context) error {
 	switch {
 	case err == nil:
 		s.seen.Store(true)
+	case err != nil && slot.fromS3():
+		return errS3Endpoint
+	case errors.Is(err, storage.ErrBucketNotExist) && slot.bareError():
+		return fmt.Errorf("%w: bucket %q: the endpoint answered 404 with no body, which no Cloud Storage API does (is the endpoint the JSON API root, …/storage/v1/?)",
+			providers.ErrWrongEndpoint, s.name)
 	case errors.Is(err, storage.ErrBucketNotExist) && notAPI("lookup", slot.errorBody()):
 		return fmt.Errorf("%w: bucket %q: the endpoint answered a page no Cloud Storage API serves (is the endpoint the JSON API root, …/storage/v1/?): %q",
 			providers.ErrWrongEndpoint, s.name, firstLine(slot.errorBody()))
@@ -128,6 +142,10 @@ func (s *store) lookUpBucket(ctx context.Context) error {
 	}
 	return nil
 }
+
+// errS3Endpoint is a bucket lookup answered by an S3 server; mapErr says
+// so in full.
+var errS3Endpoint = fmt.Errorf("%w: an S3 server", providers.ErrWrongEndpoint)
 
 // bucketMissing reports GCS's answer for a bucket that does not exist, which
 // the SDK reports like a missing object: "The specified bucket does not

@@ -161,7 +161,7 @@ func (t dateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode >= 400 && resp.Body != nil {
 		head, _ := io.ReadAll(io.LimitReader(resp.Body, peekBytes))
-		slot.setBody(string(head))
+		slot.setError(string(head), resp.Header.Get("X-Amz-Request-Id") != "")
 		resp.Body = struct {
 			io.Reader
 			io.Closer
@@ -178,6 +178,10 @@ type replySlot struct {
 	mu   sync.Mutex
 	t    time.Time
 	body string // start of the latest error reply's body
+	// failed: an error reply came (its body may be empty); s3: it carried
+	// an S3 request ID, as every S3 server's reply does and no Cloud
+	// Storage reply does.
+	failed, s3 bool
 }
 
 func withReplySlot(ctx context.Context) (context.Context, *replySlot) {
@@ -191,10 +195,24 @@ func (s *replySlot) setDate(t time.Time) {
 	s.mu.Unlock()
 }
 
-func (s *replySlot) setBody(b string) {
+func (s *replySlot) setError(b string, s3 bool) {
 	s.mu.Lock()
-	s.body = b
+	s.body, s.failed, s.s3 = b, true, s3
 	s.mu.Unlock()
+}
+
+// bareError reports an error reply that came with no body at all.
+func (s *replySlot) bareError() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed && strings.TrimSpace(s.body) == ""
+}
+
+// fromS3 reports an error reply from an S3 server.
+func (s *replySlot) fromS3() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.s3
 }
 
 func (s *replySlot) date() time.Time {

@@ -73,7 +73,12 @@ func inspect(err error) answer {
 	if (a.status == 404 || a.status == 405) && !head && re.Response.ContentLength == 0 {
 		a.notS3 = true
 	}
-	if (a.status >= 400 && a.status < 500 || a.status == 501) && !head && re.Response.ContentLength != 0 {
+	// A 500 is judged so only where its body is XML: a front end's own
+	// 500 page is a failure to retry, but an XML error S3 would not write
+	// (fake-gcs-server's <errorResponse> for a bucket it lacks) is from a
+	// server that is not S3.
+	xmlBody := re != nil && re.Response != nil && strings.Contains(re.Response.Header.Get("Content-Type"), "xml")
+	if (a.status >= 400 && a.status < 500 || a.status == 501 || a.status == 500 && xmlBody) && !head && re.Response.ContentLength != 0 {
 		text := http.StatusText(a.status)
 		var syntax *xml.SyntaxError
 		// A body cut off in transit is lost, not foreign: the status line

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +209,18 @@ func TestBenchProgress(t *testing.T) {
 	}
 	if want := "objlease bench: phase 1\nobjlease bench: step c\n"; plain.String() != want {
 		t.Errorf("elsewhere: %q, want %q", plain.String(), want)
+	}
+}
+
+// The progress line counts the samples taken, those of the operation it
+// names included: after all five, it never says none were.
+func TestBenchProgressCountsTheSamplesTaken(t *testing.T) {
+	_, stderr, err := runBench(t, "--only", "latency", "--samples", "5", "file://"+t.TempDir()+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := regexp.MustCompile(`(?m)^objlease bench: latency: .*$`).FindAllString(stderr, -1)
+	if len(lines) == 0 || lines[len(lines)-1] != "objlease bench: latency: 5/5 samples of each operation" || strings.Contains(stderr, "latency: 0/5") {
+		t.Errorf("progress on stderr:\n%s\nwant it to end with 5/5 samples of each operation, and never say 0/5", stderr)
 	}
 }

@@ -168,10 +168,14 @@ func (b *bench) latency(ctx context.Context) (*latencyReport, error) {
 					return nil, err
 				}
 			}
-			b.prog.show(false, "latency: %d/%d samples of each operation", done, b.samples)
+			// What has been taken by now: this batch of op's samples too.
+			b.prog.show(false, "latency: %d/%d samples of %s", done+batch, b.samples, op)
 		}
 		done += batch
 	}
+	// The last line shown ends the phase with what it took, not a count
+	// from before its last samples.
+	b.prog.show(true, "latency: %d/%d samples of each operation", b.samples, b.samples)
 
 	r := &latencyReport{Samples: b.samples, RecordBytes: size, Keys: sets}
 	raw := summarise(samples[opRaw])
