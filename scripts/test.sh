@@ -2,7 +2,8 @@
 # Runs the whole test suite:
 #
 #   1. scripts/install-emulators.sh (a no-op once they are installed);
-#   2. go vet and a gofmt check, in the root module and in integration/
+#   2. go vet, a check that no required module version is retracted, and
+#      a gofmt check, in the root module and in integration/
 #      (in the root module the vet step also runs staticcheck, with and
 #      without -tags objlease_unsafe, installed with go install through
 #      the module proxy into .cache/bin: a finding fails the step),
@@ -161,6 +162,17 @@ unsafe_tests() {
 	return $rc
 }
 
+# retracted fails if the module requires a version its author retracted
+# (the module proxy says which); the message names it and why.
+retracted() {
+	local found
+	found=$(go list -m -retracted -f '{{if .Retracted}}{{.Path}} {{.Version}} is retracted: {{.Retracted}}{{end}}' all) || return 1
+	[[ -z $found ]] && return 0
+	echo "$found" >&2
+	echo "bump it: go get MODULE@VERSION with a version that is not retracted" >&2
+	return 1
+}
+
 # staticcheck_version is the staticcheck the root module's vet step runs.
 staticcheck_version=v0.8.2
 
@@ -170,6 +182,7 @@ staticcheck_version=v0.8.2
 vet() {
 	local rc=0 sc=$repo/.cache/bin/staticcheck
 	go vet ./... || rc=1
+	retracted || rc=1
 	if [[ $PWD == "$repo" ]]; then
 		GOBIN=$repo/.cache/bin go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version" || return 1
 		"$sc" ./... || rc=1
