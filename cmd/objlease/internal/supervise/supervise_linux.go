@@ -60,6 +60,10 @@ import (
 // through the supervisor.
 const Supported = true
 
+// startDrain is how long the supervisor, starting, waits for each newer
+// end of the validity already queued behind the first one.
+const startDrain = 10 * time.Millisecond
+
 // killTreeSignal is the supervisor's order to kill the whole tree at once:
 // its parent-death signal, and what run sends after --grace.
 const killTreeSignal = syscall.SIGUSR1
@@ -297,6 +301,16 @@ func Serve(log *slog.Logger, signals <-chan os.Signal, report, deadlines *os.Fil
 	}
 	ends := readDeadlines(deadlines)
 	end, ok := <-ends
+	// A supervisor slow to start (a loaded machine) finds renewals that
+	// landed meanwhile queued behind the first end: the newest counts.
+	for more := ok; more; {
+		select {
+		case e, open := <-ends:
+			end, more = max(end, e), open
+		case <-time.After(startDrain):
+			more = false
+		}
+	}
 	if !ok || bootNow() >= end {
 		fmt.Fprintf(report, "expired the lease's validity ended before the command could start\n")
 		return 1
