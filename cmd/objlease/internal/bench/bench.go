@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -42,8 +43,9 @@ Sections, in the order they run (--only picks some, comma-separated):
               same size (the floor: one round trip), with requests per op
   cost        requests and dollars per lease-hour and month, next to
               client-go's leader election at the same lease duration;
-              then one contender per expiry rule waits in Acquire for
-              10 TTLs beside a renewing holder: its requests, measured
+              then one contender per expiry rule waits in Acquire beside
+              a renewing holder: its requests, counted over 10 whole
+              TTLs from one TTL after it started (the window is printed)
   contention  --contenders clients on one lease for --duration each:
               checks that no two ever hold it at once, the request rate
               and how acquisitions were shared
@@ -81,7 +83,8 @@ type bench struct {
 	prefix  string // the URL's key prefix
 	scratch string // prefix + "objlease-bench-RANDOM/"
 	prog    *progress
-	clocks  *lagMeter // the store's clocks, placed by the first store-clock failover
+	clocks  *lagMeter   // the store's clocks, placed by the first store-clock failover
+	clk     clock.Clock // the leases' clock; nil: clock.Real()
 
 	only       map[string]bool
 	samples    int
@@ -267,7 +270,7 @@ func (b *bench) parse(only, contenders string) error {
 // options are the lease options of a bench client named who.
 func (b *bench) options(who string) objlease.Options {
 	return objlease.Options{TTL: b.ttl, RenewInterval: b.renew, PollInterval: b.poll, DriftBound: b.drift,
-		Holder: "objlease-bench/" + who, Logger: b.log}
+		Holder: "objlease-bench/" + who, Logger: b.log, Clock: b.clk}
 }
 
 // key is a key in the scratch prefix.
