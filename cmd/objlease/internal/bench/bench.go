@@ -61,9 +61,10 @@ Sections, in the order they run (--only picks some, comma-separated):
   group       runs only when --only names it: for each --members count
               on each --shards count, a shard group (objlease/shard) of
               that many members, a session and a store client each;
-              once balanced and left alone for 3 TTLs, its requests over
-              --group-ttls whole TTLs, per hour and per month at S3, GCS
-              and Azure prices, next to the formula; then the member
+              once balanced and settled (a whole TTL without a read),
+              its requests over --group-ttls whole TTLs, per hour and
+              per month at S3, GCS and Azure prices, next to the
+              formula; then the member
               owning the most shards is cut off from the store: the time
               until its shards are all owned again. With 2 and 50
               members measured, their ratio against the goal (<= 8x)

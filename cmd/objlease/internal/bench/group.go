@@ -20,10 +20,18 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-// groupSettleTTLs is how long a balanced group is left alone before it is
-// counted: the scans of balancing, every member's first read of the
-// others' records and the first periodic shard listing are over by then.
-const groupSettleTTLs = 3
+// A balanced group is left alone for groupSettleTTLs before it is
+// counted, and then for as long as it still reads records, a TTL at a
+// time, up to groupMaxSettleTTLs in all: every member reads each other
+// member's record the first time it lists it (N × (N − 1) reads when the
+// group starts), the scans of balancing read shards, and the first
+// periodic shard listing comes 2 to 3 TTLs after the last scan. A settled
+// group reads no record; one that still reads after groupMaxSettleTTLs is
+// counted all the same, and marked.
+const (
+	groupSettleTTLs    = 3
+	groupMaxSettleTTLs = 30
+)
 
 // groupGoalRatio is the goal for a group of 50 members against one of 2
 // on as many shards: within 8 times the requests.
@@ -55,7 +63,8 @@ var groupPrices = []storePrice{
 
 // groupReport is the group section's result.
 type groupReport struct {
-	SettleTTLs int          `json:"settle_ttls"`
+	SettleTTLs int          `json:"settle_ttls"` // at least
+	MaxSettle  int          `json:"max_settle_ttls"`
 	WindowTTLs int          `json:"window_ttls"`
 	Prices     []storePrice `json:"prices"`
 	Rows       []groupRow   `json:"rows"`
@@ -68,12 +77,16 @@ type groupReport struct {
 type groupRow struct {
 	Members int `json:"members"`
 	Shards  int `json:"shards"`
-	// BalancedS is the time from the start of every member to a balanced
+	// BalancedS is the time from the start of the first member to a balanced
 	// group (every member within one of M/N shards, every shard owned);
 	// Balanced is false if it never was within the time allowed, and the
 	// group was counted anyway.
 	BalancedS float64 `json:"balanced_s"`
 	Balanced  bool    `json:"balanced"`
+	// SettledS is how long the balanced group was left alone before the
+	// window: Settled is false if it still read records then.
+	SettledS float64 `json:"settled_s"`
+	Settled  bool    `json:"settled"`
 	// The requests of every member over the window, on the wire: lists
 	// (pages), reads (GET, HEAD) and writes (create, replace, delete).
 	WindowS float64 `json:"window_s"`
@@ -197,7 +210,7 @@ func (h mutable) WithGroup(name string) slog.Handler {
 // group measures a group of every --members count on every --shards
 // count, in that order.
 func (b *bench) group(ctx context.Context) (*groupReport, error) {
-	r := &groupReport{SettleTTLs: groupSettleTTLs, WindowTTLs: b.groupTTLs, Prices: groupPrices}
+	r := &groupReport{SettleTTLs: groupSettleTTLs, MaxSettle: groupMaxSettleTTLs, WindowTTLs: b.groupTTLs, Prices: groupPrices}
 	for _, m := range b.groupShards {
 		for _, n := range b.groupMembers {
 			row, err := b.groupRun(ctx, n, m)
@@ -257,6 +270,7 @@ func (b *bench) groupRun(ctx context.Context, n, m int) (_ *groupRow, err error)
 		}
 	}()
 	b.prog.show(true, "group: starting %d members on %d shards", n, m)
+	start := time.Now()
 	for i := range n {
 		gm := &groupMember{done: make(chan struct{})}
 		var store providers.Store = b.cs
@@ -318,7 +332,6 @@ func (b *bench) groupRun(ctx context.Context, n, m int) (_ *groupRow, err error)
 	}
 
 	// Balance.
-	start := time.Now()
 	limit := 5*time.Minute + 20*b.ttl
 	for {
 		owned, ok := owners(nil)
@@ -337,11 +350,28 @@ func (b *bench) groupRun(ctx context.Context, n, m int) (_ *groupRow, err error)
 	row.BalancedS = time.Since(start).Seconds()
 
 	// Settle, then count over whole TTLs.
-	b.prog.show(true, "group: %d members on %d shards: balanced after %.1fs; settling for %d TTLs, then counting for %d",
+	b.prog.show(true, "group: %d members on %d shards: balanced after %.1fs; settling for %d TTLs or more, then counting for %d",
 		n, m, row.BalancedS, groupSettleTTLs, b.groupTTLs)
-	if err := ctxsleep.For(ctx, groupSettleTTLs*b.ttl); err != nil {
+	settling := time.Now()
+	if err := ctxsleep.For(ctx, (groupSettleTTLs-1)*b.ttl); err != nil {
 		return nil, err
 	}
+	for k := groupSettleTTLs; ; k++ {
+		before := counted()
+		if err := ctxsleep.For(ctx, b.ttl); err != nil {
+			return nil, err
+		}
+		d := counted().sub(before)
+		if d[opGet]+d[opStat] == 0 {
+			row.Settled = true
+			break
+		}
+		if k >= groupMaxSettleTTLs {
+			break
+		}
+		b.prog.show(false, "group: %d members on %d shards: still settling: %d reads in the last TTL", n, m, d[opGet]+d[opStat])
+	}
+	row.SettledS = time.Since(settling).Seconds()
 	c0, t0 := counted(), time.Now()
 	if err := ctxsleep.For(ctx, time.Duration(b.groupTTLs)*b.ttl); err != nil {
 		return nil, err
@@ -400,9 +430,9 @@ func (b *bench) groupRun(ctx context.Context, n, m int) (_ *groupRow, err error)
 }
 
 func printGroup(w io.Writer, r *groupReport, ttl, renew, poll time.Duration) {
-	fmt.Fprintf(w, "\nGROUP: N members (a session and a store client each) on M shards, TTL %v, renewals every %v, a round every %v; once balanced, left alone for %d TTLs, then counted over %d whole TTLs (%v); then the member owning the most shards is cut off from the store\n",
-		ttl, renew.Round(time.Millisecond), poll.Round(time.Millisecond), r.SettleTTLs, r.WindowTTLs, time.Duration(r.WindowTTLs)*ttl)
-	fmt.Fprint(w, "SHARDS\tMEMBERS\tBALANCED AFTER\tWINDOW\tLISTS/H\tREADS/H\tWRITES/H\tREQ/H\tFORMULA REQ/H\t")
+	fmt.Fprintf(w, "\nGROUP: N members (a session and a store client each) on M shards, TTL %v, renewals every %v, a round every %v; once balanced, left alone until a whole TTL passes without a read (%d to %d TTLs), then counted over %d whole TTLs (%v); then the member owning the most shards is cut off from the store\n",
+		ttl, renew.Round(time.Millisecond), poll.Round(time.Millisecond), r.SettleTTLs, r.MaxSettle, r.WindowTTLs, time.Duration(r.WindowTTLs)*ttl)
+	fmt.Fprint(w, "SHARDS\tMEMBERS\tBALANCED AFTER\tSETTLED AFTER\tWINDOW\tLISTS/H\tREADS/H\tWRITES/H\tREQ/H\tFORMULA REQ/H\t")
 	for _, p := range r.Prices {
 		fmt.Fprintf(w, "$/MONTH %s\t", strings.ToUpper(p.Store))
 	}
@@ -412,7 +442,11 @@ func printGroup(w io.Writer, r *groupReport, ttl, renew, poll time.Duration) {
 		if !g.Balanced {
 			bal = fmt.Sprintf("never (%.0fs)", g.BalancedS)
 		}
-		fmt.Fprintf(w, "%d\t%d\t%s\t%.1fs\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t", g.Shards, g.Members, bal, g.WindowS,
+		settled := fmt.Sprintf("%.0fs", g.SettledS)
+		if !g.Settled {
+			settled = fmt.Sprintf("never (%.0fs)", g.SettledS)
+		}
+		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%.1fs\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t", g.Shards, g.Members, bal, settled, g.WindowS,
 			g.ListsPerH, g.ReadsPerH, g.WritesPerH, g.PerH, g.FormulaPerH)
 		for _, p := range r.Prices {
 			fmt.Fprintf(w, "%.2f\t", g.DollarsMonth[p.Store])

@@ -62,7 +62,7 @@ func TestBenchGroupJSON(t *testing.T) {
 		t.Fatalf("group section %+v, want two groups counted over 2 TTLs, no goal without 50 members", g)
 	}
 	for i, row := range g.Rows {
-		if row.Members != 2+i || row.Shards != 4 || !row.Balanced || row.WindowS < 2 || row.Writes == 0 || row.Lists == 0 ||
+		if row.Members != 2+i || row.Shards != 4 || !row.Balanced || !row.Settled || row.WindowS < 2 || row.Writes == 0 || row.Lists == 0 ||
 			row.FormulaPerH == 0 || row.DollarsMonth["s3"] <= 0 || row.DollarsMonth["azure"] <= row.DollarsMonth["s3"] {
 			t.Errorf("group %d: %+v", i, row)
 		}
