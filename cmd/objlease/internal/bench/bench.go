@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/objlease/objlease/objlease"
+	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -42,8 +43,9 @@ Sections, in the order they run (--only picks some, comma-separated):
               same size (the floor: one round trip), with requests per op
   cost        requests and dollars per lease-hour and month, next to
               client-go's leader election at the same lease duration;
-              then one contender per expiry rule waits in Acquire for
-              10 TTLs beside a renewing holder: its requests, measured
+              then one contender per expiry rule waits in Acquire beside
+              a renewing holder: its requests, counted over 10 whole
+              TTLs from one TTL after it started (the window is printed)
   contention  --contenders clients on one lease for --duration each:
               checks that no two ever hold it at once, the request rate
               and how acquisitions were shared
@@ -56,6 +58,16 @@ Sections, in the order they run (--only picks some, comma-separated):
               two writes of one record, memory and CPU; then as many
               contenders waiting through AcquireFunc: reads a second,
               memory and CPU
+  group       runs only when --only names it: for each --members count
+              on each --shards count, a shard group (objlease/shard) of
+              that many members, a session and a store client each;
+              once balanced and settled (a whole TTL without a read),
+              its requests over --group-ttls whole TTLs, per hour and
+              per month at S3, GCS and Azure prices, next to the
+              formula; then the member
+              owning the most shards is cut off from the store: the time
+              until its shards are all owned again. With 2 and 50
+              members measured, their ratio against the goal (<= 8x)
   advice      a TTL and renew interval for this store, from the renewal
               latency tail and the store's write-rate limit
 
@@ -64,7 +76,11 @@ missed is marked in the table), 1 if two holders ever held the lease at once,
 64 on a usage error or a prefix holding leases, 69 if the store failed.`
 
 // Sections are the bench's parts, in the order they run.
-var Sections = []string{"latency", "cost", "contention", "failover", "many", "advice"}
+var Sections = []string{"latency", "cost", "contention", "failover", "many", "group", "advice"}
+
+// defaultSections are the sections run without --only: all but group,
+// whose groups send far more requests than the rest together.
+var defaultSections = slices.DeleteFunc(slices.Clone(Sections), func(s string) bool { return s == "group" })
 
 // maxScan bounds how many objects under the prefix are read to look for
 // lease records before the bench starts.
@@ -81,7 +97,8 @@ type bench struct {
 	prefix  string // the URL's key prefix
 	scratch string // prefix + "objlease-bench-RANDOM/"
 	prog    *progress
-	clocks  *lagMeter // the store's clocks, placed by the first store-clock failover
+	clocks  *lagMeter   // the store's clocks, placed by the first store-clock failover
+	clk     clock.Clock // the leases' clock; nil: clock.Real()
 
 	only       map[string]bool
 	samples    int
@@ -93,8 +110,12 @@ type bench struct {
 	duration   time.Duration
 	trials     int
 	leases     int
-	priceW     float64
-	priceR     float64
+	// The group section: member and shard counts, window in TTLs.
+	groupMembers []int
+	groupShards  []int
+	groupTTLs    int
+	priceW       float64
+	priceR       float64
 }
 
 // benchReport is everything the bench measured; -o json prints it.
@@ -111,6 +132,7 @@ type benchReport struct {
 	Contention []contentionReport `json:"contention,omitempty"`
 	Failover   *failoverReport    `json:"failover,omitempty"`
 	Many       *manyReport        `json:"many,omitempty"`
+	Group      *groupReport       `json:"group,omitempty"`
 	Advice     *adviceReport      `json:"advice,omitempty"`
 }
 
@@ -142,19 +164,22 @@ func usagef(format string, args ...any) error {
 // the bench with them once fs is parsed.
 func Flags(fs *flag.FlagSet) func(ctx context.Context, env Env, url string) error {
 	b := &bench{}
-	var only, contenders, output string
+	var only, contenders, members, shards, output string
 	var force bool
 	fs.StringVar(&output, "o", "text", "output `format`: text or json")
 	fs.BoolVar(&force, "force", false, "run even if the prefix already holds lease records (bench still writes only under its scratch prefix)")
-	fs.StringVar(&only, "only", strings.Join(Sections, ","), "comma-separated `sections` to run")
+	fs.StringVar(&only, "only", strings.Join(defaultSections, ","), "comma-separated `sections` to run, of "+strings.Join(Sections, ", "))
 	fs.IntVar(&b.samples, "samples", 200, "latency samples per operation")
-	fs.DurationVar(&b.ttl, "ttl", 2*time.Second, "lease TTL for contention, failover and cost; unset, 2s or 3 × the store's minimum write interval if longer (GCS: 3s)")
+	fs.DurationVar(&b.ttl, "ttl", 2*time.Second, "lease TTL for cost, contention, failover and group; unset, 2s or 3 × the store's minimum write interval if longer (GCS: 3s)")
 	fs.DurationVar(&b.poll, "poll", 0, "how often a waiting contender polls (default TTL/3, the renew interval)")
 	fs.Float64Var(&b.drift, "drift", objlease.DefaultDriftBound, "bound on the rate error of any participant's clock (0.01 = 1%)")
 	fs.StringVar(&contenders, "contenders", "1,10,100", "comma-separated contender `counts` for the contention section")
 	fs.DurationVar(&b.duration, "duration", 10*time.Second, "how long each contention run, and each half of the many section, lasts")
 	fs.IntVar(&b.leases, "leases", 1000, "leases held, then contenders waiting, in the many section")
 	fs.IntVar(&b.trials, "trials", 30, "failover trials per expiry rule")
+	fs.StringVar(&members, "members", "2,50", "comma-separated member `counts` for the group section")
+	fs.StringVar(&shards, "shards", "10", "comma-separated shard `counts` for the group section")
+	fs.IntVar(&b.groupTTLs, "group-ttls", 5, "the group section counts requests over this many whole TTLs")
 	fs.Float64Var(&b.priceW, "price-per-1000-writes", 0.005, "price in dollars of 1,000 writes (S3 Standard PUT, us-east-1)")
 	fs.Float64Var(&b.priceR, "price-per-1000-reads", 0.0004, "price in dollars of 1,000 reads (S3 Standard GET, us-east-1)")
 	return func(ctx context.Context, env Env, url string) error {
@@ -164,12 +189,12 @@ func Flags(fs *flag.FlagSet) func(ctx context.Context, env Env, url string) erro
 		ttlSet := false
 		fs.Visit(func(fl *flag.Flag) { ttlSet = ttlSet || fl.Name == "ttl" })
 		b.env, b.log, b.url = env, env.Log, url
-		return b.main(ctx, only, contenders, output == "json", force, ttlSet)
+		return b.main(ctx, only, contenders, members, shards, output == "json", force, ttlSet)
 	}
 }
 
-func (b *bench) main(ctx context.Context, only, contenders string, asJSON, force, ttlSet bool) error {
-	if err := b.parse(only, contenders); err != nil {
+func (b *bench) main(ctx context.Context, only, contenders, members, shards string, asJSON, force, ttlSet bool) error {
+	if err := b.parse(only, contenders, members, shards); err != nil {
 		return err
 	}
 	cs, prefix, err := openCounted(ctx, b.env.Open, b.url)
@@ -230,8 +255,21 @@ func (b *bench) main(ctx context.Context, only, contenders string, asJSON, force
 	return cerr // the results are printed: what was measured stands
 }
 
+// countList parses a comma-separated list of positive counts.
+func countList(flag, list string) ([]int, error) {
+	var ns []int
+	for s := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, usagef("%s: %q is not a positive count", flag, s)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
 // parse checks the flag values bench takes beyond the common ones.
-func (b *bench) parse(only, contenders string) error {
+func (b *bench) parse(only, contenders, members, shards string) error {
 	bad := usagef
 	b.only = map[string]bool{}
 	for s := range strings.SplitSeq(only, ",") {
@@ -240,12 +278,15 @@ func (b *bench) parse(only, contenders string) error {
 		}
 		b.only[s] = true
 	}
-	for s := range strings.SplitSeq(contenders, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return bad("--contenders: %q is not a positive count", s)
-		}
-		b.contenders = append(b.contenders, n)
+	var err error
+	if b.contenders, err = countList("--contenders", contenders); err != nil {
+		return err
+	}
+	if b.groupMembers, err = countList("--members", members); err != nil {
+		return err
+	}
+	if b.groupShards, err = countList("--shards", shards); err != nil {
+		return err
 	}
 	switch {
 	case b.samples < 1:
@@ -254,6 +295,8 @@ func (b *bench) parse(only, contenders string) error {
 		return bad("--trials %d must be at least 1", b.trials)
 	case b.leases < 1:
 		return bad("--leases %d must be at least 1", b.leases)
+	case b.groupTTLs < 1:
+		return bad("--group-ttls %d must be at least 1", b.groupTTLs)
 	case b.duration <= 0:
 		return bad("--duration %v must be positive", b.duration)
 	case b.poll < 0:
@@ -267,7 +310,7 @@ func (b *bench) parse(only, contenders string) error {
 // options are the lease options of a bench client named who.
 func (b *bench) options(who string) objlease.Options {
 	return objlease.Options{TTL: b.ttl, RenewInterval: b.renew, PollInterval: b.poll, DriftBound: b.drift,
-		Holder: "objlease-bench/" + who, Logger: b.log}
+		Holder: "objlease-bench/" + who, Logger: b.log, Clock: b.clk}
 }
 
 // key is a key in the scratch prefix.
@@ -304,6 +347,11 @@ func (b *bench) run(ctx context.Context) (*benchReport, error) {
 	if b.only["many"] {
 		if rep.Many, err = b.many(ctx); err != nil {
 			return nil, fmt.Errorf("many: %w", err)
+		}
+	}
+	if b.only["group"] {
+		if rep.Group, err = b.group(ctx); err != nil {
+			return nil, fmt.Errorf("group: %w", err)
 		}
 	}
 	if b.only["advice"] {
@@ -361,7 +409,15 @@ func (b *bench) refuseLeases(ctx context.Context) error {
 
 // cleanup deletes everything under the scratch prefix, and only there.
 func (b *bench) cleanup() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(b.leases)*10*time.Millisecond)
+	records := b.leases
+	if b.only["group"] {
+		for _, m := range b.groupShards {
+			for _, n := range b.groupMembers {
+				records += m + n
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(records)*10*time.Millisecond)
 	defer cancel()
 	var left []string
 	for range 3 {
@@ -424,6 +480,9 @@ func (b *bench) printText(r *benchReport) error {
 	}
 	if r.Many != nil {
 		printMany(w, r.Many)
+	}
+	if r.Group != nil {
+		printGroup(w, r.Group, b.ttl, b.renew, b.poll)
 	}
 	if r.Advice != nil {
 		printAdvice(w, r.Advice)

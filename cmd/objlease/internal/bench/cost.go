@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/objlease"
 )
 
@@ -45,8 +46,13 @@ type costReport struct {
 
 // waitRow is one waiting contender's measured requests at --ttl.
 type waitRow struct {
-	Rule         string  `json:"rule"`
+	Rule string `json:"rule"`
+	// Seconds is the window the requests were counted over, TTLs the same
+	// in TTLs (whole ones unless the holder was lost), FromSeconds how long
+	// after the contender started it opened.
 	Seconds      float64 `json:"seconds"`
+	TTLs         float64 `json:"ttls"`
+	FromSeconds  float64 `json:"from_seconds"`
 	Requests     int64   `json:"requests"`
 	PerTTL       float64 `json:"requests_per_ttl"`
 	PerHour      float64 `json:"requests_per_hour"`
@@ -165,11 +171,18 @@ func (b *bench) cost(ctx context.Context) (*costReport, error) {
 	return r, nil
 }
 
+// waitTTLs is how many whole TTLs the waiting contenders are counted
+// over. A contender that reads once per TTL, whatever its phase, reads
+// exactly waitTTLs times in a window of that many whole TTLs.
+const waitTTLs = 10
+
 // waiting lets a holder renew in the background while one contender per
-// expiry rule waits in Acquire for 10 TTLs, and counts each contender's
-// requests after its first attempt.
+// expiry rule waits in Acquire, and counts each contender's requests over
+// a window of waitTTLs whole TTLs that opens one TTL after the contenders
+// started: their first attempt (a create, refused, and a read) and the
+// wait it sets off are left out, and no read of the steady state falls
+// outside the window for want of time to make it.
 func (b *bench) waiting(ctx context.Context) ([]waitRow, error) {
-	const ttls = 10
 	key := b.key("cost-waiting")
 	holder, err := objlease.New(b.cs, key, b.options("cost-waiting-holder"))
 	if err != nil {
@@ -187,11 +200,12 @@ func (b *bench) waiting(ctx context.Context) ([]waitRow, error) {
 	storeTime := !a.StoreTime.IsZero()
 	rules := []string{ruleObserved, ruleStoreClock}
 	stores := make([]*countingStore, len(rules))
-	wctx, cancel := context.WithTimeout(ctx, ttls*b.ttl)
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
-		secs float64
-		took bool // the holder lost its lease and this contender took it
+		at   time.Time
+		n    counts // the contender's requests when Acquire returned
+		took bool   // the holder lost its lease and this contender took it
 		err  error
 	}
 	results := make([]chan result, len(rules))
@@ -209,7 +223,7 @@ func (b *bench) waiting(ctx context.Context) ([]waitRow, error) {
 		results[i] = make(chan result, 1)
 		go func() {
 			l2, err := c.Acquire(wctx)
-			r := result{secs: time.Since(start).Seconds()}
+			r := result{at: time.Now(), n: stores[i].counts()}
 			switch {
 			case err == nil:
 				r.took = true
@@ -219,6 +233,27 @@ func (b *bench) waiting(ctx context.Context) ([]waitRow, error) {
 			}
 			results[i] <- r
 		}()
+	}
+	// The window: [open, shut), snapshots of every contender's counts at
+	// each end.
+	open, shut := start.Add(b.ttl), start.Add((1+waitTTLs)*b.ttl)
+	snap := func() []counts {
+		cs := make([]counts, len(stores))
+		for i, s := range stores {
+			cs[i] = s.counts()
+		}
+		return cs
+	}
+	var atOpen, atShut []counts
+	if err := ctxsleep.For(ctx, time.Until(open)); err == nil {
+		atOpen = snap()
+		if err := ctxsleep.For(ctx, time.Until(shut)); err == nil {
+			atShut = snap()
+		}
+	}
+	cancel()
+	if atShut == nil {
+		return nil, context.Cause(ctx)
 	}
 	var rs []result
 	for i := range rules {
@@ -232,12 +267,18 @@ func (b *bench) waiting(ctx context.Context) ([]waitRow, error) {
 	clientGo := float64(time.Hour) / (clientGoJitterMean * retry)
 	var rows []waitRow
 	for i, rule := range rules {
-		// The first attempt (a create, refused, and a read) is not a wait.
-		n := stores[i].counts()
-		req := n.reads() + n.writes() - 2
-		secs := rs[i].secs
-		row := waitRow{Rule: rule, Seconds: secs, Requests: req, PerTTL: float64(req) / (secs / b.ttl.Seconds()),
-			PerHour: float64(req) * 3600 / secs, ClientGoPerH: clientGo, HolderLost: rs[i].took}
+		n, end := atShut[i], shut
+		if rs[i].took && rs[i].at.Before(shut) {
+			// The window ends where the wait did.
+			n, end = rs[i].n, rs[i].at
+		}
+		secs := max(end.Sub(open).Seconds(), 0)
+		req := max(n.total()-atOpen[i].total(), 0)
+		row := waitRow{Rule: rule, Seconds: secs, TTLs: secs / b.ttl.Seconds(), FromSeconds: b.ttl.Seconds(),
+			Requests: req, ClientGoPerH: clientGo, HolderLost: rs[i].took}
+		if secs > 0 {
+			row.PerTTL, row.PerHour = float64(req)/row.TTLs, float64(req)*3600/secs
+		}
 		row.Ratio = row.PerHour / clientGo
 		row.Goal, row.GoalMet = fmt.Sprintf("ratio <= %.1f", costGoalRatio), row.Ratio <= costGoalRatio
 		if rule == ruleStoreClock && storeTime {
@@ -275,12 +316,13 @@ func printCost(w io.Writer, r *costReport) {
 	}
 	fmt.Fprintln(w, "client-go at LeaseDuration = TTL, RetryPeriod = 2/15 TTL: leader GET + UPDATE each RetryPeriod (fast path: UPDATE), follower GET each 1.6 RetryPeriod on average")
 	if len(r.Waiting) > 0 {
-		fmt.Fprintf(w, "WAITING: one contender per expiry rule in Acquire beside a renewing holder, for %.0fs; requests after its first attempt\n", r.Waiting[0].Seconds)
+		c := r.Waiting[0]
+		fmt.Fprintf(w, "WAITING: one contender per expiry rule in Acquire beside a renewing holder; requests counted over %gs (%.0f TTLs), from %gs after it started\n", c.Seconds, c.TTLs, c.FromSeconds)
 		fmt.Fprintln(w, "RULE\tREQUESTS\tPER TTL\tREQ/H\tCLIENT-GO REQ/H\tRATIO\t")
 		for _, c := range r.Waiting {
 			note := ""
 			if c.HolderLost {
-				note = fmt.Sprintf(" (the holder lost its lease; took it after %.1fs)", c.Seconds)
+				note = fmt.Sprintf(" (the holder lost its lease; took it %.1fs into the window)", c.Seconds)
 			}
 			fmt.Fprintf(w, "%s\t%d\t%.2f\t%.0f\t%.0f\t%.2f\tgoal %s: %s%s\n", c.Rule, c.Requests, c.PerTTL, c.PerHour, c.ClientGoPerH, c.Ratio, c.Goal, goal(c.GoalMet), note)
 		}
