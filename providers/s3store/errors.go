@@ -170,6 +170,12 @@ func (s *store) mapError(op, key string, req request, err error) error {
 	case a.status == 404 && (a.code == "NoSuchKey" || a.code == "NotFound"):
 		sentinel = providers.ErrPrecondition
 
+	// A 404 to a replace or delete whose body was lost, once a listing
+	// has shown the bucket is there (see writeError): the key is missing,
+	// one way of not matching.
+	case req == write && a.status == 404 && a.code == "" && op != "create":
+		sentinel = providers.ErrPrecondition
+
 	// AWS only (no emulator here does it): a conditional write that raced
 	// another one to the same key is refused with 409
 	// ConditionalRequestConflict. Nothing was written.
@@ -221,6 +227,16 @@ func (s *store) mapError(op, key string, req request, err error) error {
 		return &providers.Error{Op: op, Key: key, Err: err}
 	}
 	return providers.Wrap(op, key, sentinel, err)
+}
+
+// writeError is mapError for a failed write. A 404 whose body was lost
+// (Ceph RGW closes the connection after a 404 to a PUT whose body it did not
+// read) may mean no bucket or no key: a one-key listing tells them apart.
+func (s *store) writeError(ctx context.Context, op, key string, err error) error {
+	if a := inspect(err); a.status == 404 && a.code == "" && !a.notS3 {
+		return s.whyMissingFor(ctx, op, write, key, err)
+	}
+	return s.mapError(op, key, write, err)
 }
 
 // signingRegion is the region requests are signed for.

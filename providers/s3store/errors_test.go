@@ -473,6 +473,53 @@ func TestErrorBodyCut(t *testing.T) {
 	}
 }
 
+// TestWrite404BodyCut: Ceph RGW answers a PUT to a missing bucket with 404
+// and closes the connection before its body is read. A listing then says
+// whether the bucket or the key was missing.
+func TestWrite404BodyCut(t *testing.T) {
+	for _, tt := range []struct {
+		op           string
+		bucketExists bool
+		want         error
+	}{
+		{"create", false, ErrNoBucket},
+		{"replace", false, ErrNoBucket},
+		{"delete", false, ErrNoBucket},
+		{"replace", true, providers.ErrPrecondition},
+		{"delete", true, providers.ErrPrecondition},
+	} {
+		t.Run(fmt.Sprintf("%s/bucket exists %v", tt.op, tt.bucketExists), func(t *testing.T) {
+			s, _ := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.Method == http.MethodHead:
+					headOK(w)
+				case r.Method == http.MethodGet && tt.bucketExists:
+					awsHeaders(w)
+					w.Header().Set("Content-Type", "application/xml")
+					fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<ListBucketResult><Name>%s</Name><Prefix>k</Prefix><KeyCount>0</KeyCount><MaxKeys>1</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>`, testBucket)
+				case r.Method == http.MethodGet:
+					s3Error(w, r, 404, "NoSuchBucket", "The specified bucket does not exist")
+				default:
+					const body = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuch`
+					conn, buf, err := http.NewResponseController(w).Hijack()
+					if err != nil {
+						panic(err)
+					}
+					defer conn.Close()
+					fmt.Fprintf(buf, "HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n\r\n%s", len(body)+200, body)
+					buf.Flush()
+				}
+			})
+			err := do(t.Context(), s, tt.op, "k")
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("%s answered 404 with its body cut: %v, want %v", tt.op, err, tt.want)
+			}
+			checkError(t, err, tt.op, "k")
+		})
+	}
+}
+
 // TestErrorBodyLostLocally: the error as the SDK reported it in a CI run
 // against MinIO: the 403's body could not be read because the connection
 // had already been closed on this side.

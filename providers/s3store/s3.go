@@ -92,6 +92,8 @@
 //	409 ConditionalRequestConflict (AWS: racing conditional writes)     ErrConflict
 //	429, 503 SlowDown                                                   ErrThrottled
 //	404 NoSuchBucket                                                    ErrNoBucket, naming the bucket
+//	404 to a write whose body was lost (Ceph RGW): a one-key listing
+//	tells a missing bucket (ErrNoBucket) from a missing key             ErrPrecondition
 //	403 (AWS: InvalidAccessKeyId, SignatureDoesNotMatch, AccessDenied),
 //	404 XAdminUserNotFound (versitygw: unknown key),
 //	400 ExpiredToken, InvalidToken                                      ErrPermission, naming the bucket
@@ -273,7 +275,7 @@ func (s *store) put(ctx context.Context, op, key string, body *io.SectionReader,
 	cond(in)
 	out, err := s.client.PutObject(ctx, in, s.with(sendOnce)...)
 	if err != nil {
-		return driver.WriteResult{}, s.mapError(op, key, write, err)
+		return driver.WriteResult{}, s.writeError(ctx, op, key, err)
 	}
 	s.seen.Store(true)
 	if aws.ToString(out.ETag) == "" {
@@ -307,7 +309,7 @@ func (s *store) Delete(ctx context.Context, key string, ifVersion string) error 
 	}
 	_, err := s.client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: etag(ifVersion)}, s.with(sendOnce)...)
 	if err != nil {
-		return s.mapError(op, key, write, err)
+		return s.writeError(ctx, op, key, err)
 	}
 	return nil
 }
