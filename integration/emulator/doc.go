@@ -5,6 +5,8 @@
 //   - versitygw (S3, posix backend): VersityGW, StartVersityGW
 //   - s3rver (S3 that accepts preconditions and ignores them): S3rver
 //   - MinIO (S3 that ignores If-Match on DELETE): MinIO, StartMinIO
+//   - distributed MinIO (4 server processes, one erasure set):
+//     MinIOCluster, StartMinIOCluster
 //   - fake-gcs-server (GCS): FakeGCS, StartFakeGCS
 //   - Azurite (Azure Blob): Azurite, StartAzurite
 //
