@@ -12,6 +12,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -485,6 +488,7 @@ func hungDefault(t *testing.T) {
 	// A read that waits as long as MinIO makes it: its latency is the
 	// figure docs/stores.md quotes.
 	patient := &timedStore{Store: clusterTarget(t, h.c, 2).store(t, nil).WithRequestTimeout(2 * hungFor), zero: h.zero}
+	objleaseBin(t) // built before the pause
 
 	pausedAt := h.pause()
 	defer h.report(pausedAt)
@@ -495,6 +499,7 @@ func hungDefault(t *testing.T) {
 		}
 	}()
 	got := h.acquire(hungFor + time.Minute)
+	doctor := h.doctor()
 	patient.Get(ctx, h.key, 0)
 	for _, c := range patient.since(0) {
 		t.Logf("a read through node 3, node 2 hanging, without objlease's request timeout: %v", c)
@@ -515,6 +520,38 @@ func hungDefault(t *testing.T) {
 		tk = &r
 	}
 	h.settle(*tk)
+	<-doctor
+}
+
+// doctor runs objlease doctor through node 1, with its default request
+// timeout, and logs how it ended; it fails the test only if doctor calls
+// the store unsafe, which a hang must never make it say.
+func (h *hung) doctor() <-chan struct{} {
+	t := h.t
+	bin := objleaseBin(t)
+	e := h.c.Node(0)
+	u := s3CLIURL(e.Endpoint, e.Bucket, emulator.Prefix(t)+"doctor/")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "doctor", u)
+		home := t.TempDir()
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "AWS_EC2_METADATA_DISABLED=true",
+			"AWS_CONFIG_FILE=" + filepath.Join(home, "aws-config"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "aws-credentials")},
+			s3CLIEnv(e, e.AccessKey, e.SecretKey)...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		began := h.since()
+		err := cmd.Run()
+		t.Logf("%v: doctor through node 1, begun at %v, node 2 hanging: %v\n%s%s", h.since(), began, err, stdout.String(), stderr.String())
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			t.Errorf("doctor called the store unsafe while a node hung")
+		}
+	}()
+	return done
 }
 
 // hungShort: MinIO's drive timeout at 2 s (MINIO_DRIVE_MAX_TIMEOUT) and a
