@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,6 +91,26 @@ func startVGW(dir string) (*S3, *Process, error) {
 			return []string{"--port", hostPort(port), "--keep-alive", "--quiet", "posix", dataDir}
 		},
 		ctrDir: "/tmp/vgw",
+	}, dir, vgwAccessKey, vgwSecretKey)
+}
+
+// startVGWVersioned runs versitygw as startVGW does, with bucket
+// versioning, which its posix backend offers only with a directory for
+// the versions (--versioning-dir). It has no image: it runs as a local
+// process in container mode too, with its buckets under dir/root.
+func startVGWVersioned(dir string) (*S3, *Process, error) {
+	for _, d := range []string{"root", "versions"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	return startS3(program{
+		name: "versitygw-versioned", bin: "bin/versitygw", health: "/",
+		env: []string{"ROOT_ACCESS_KEY_ID=" + vgwAccessKey, "ROOT_SECRET_ACCESS_KEY=" + vgwSecretKey},
+		args: func(port int, dataDir string) []string {
+			return []string{"--port", hostPort(port), "--keep-alive", "--quiet", "posix",
+				"--versioning-dir", filepath.Join(dataDir, "versions"), filepath.Join(dataDir, "root")}
+		},
 	}, dir, vgwAccessKey, vgwSecretKey)
 }
 
