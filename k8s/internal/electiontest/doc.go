@@ -1,6 +1,6 @@
 // Package electiontest runs client-go's LeaderElector on the resourcelock
-// against the emulators. It holds only tests, and lives apart from the
-// resourcelock package because go mod tidy in a module that imports
-// resourcelock loads resourcelock's test imports too: the emulator harness
-// (the integration module, which is not published) must not be one of them.
+// against the emulators. It holds only tests, in a module of its own:
+// k8s/go.mod is what importers of the resourcelock read, and a requirement
+// there of the emulator harness (the integration module, which is not
+// published) would fail their go mod tidy and go list -m all.
 package electiontest
