@@ -23,7 +23,9 @@
 #   4. vet, gofmt and the tests of the examples/ module (the Lambda and
 #      Cloud Run handlers against the emulators, the Kubernetes manifests
 #      decoded strictly), then of the k8s/ module (client-go's leader
-#      election on the resourcelock, against the emulators);
+#      election on the resourcelock, against the emulators), then of the
+#      gocron/ module (gocron schedulers on its Elector and Locker, on a
+#      directory and the emulators);
 #   5. the same in integration/ twice: against emulators the tests start as
 #      local processes from $OBJLEASE_EMULATORS_DIR, then against the same
 #      emulators as containers (OBJLEASE_EMULATORS=docker), with a Docker
@@ -294,7 +296,7 @@ test_flags=("$@")
 results=()
 declare -A ran skipped
 skipped_docker=false
-module "root module" "$repo" integration examples k8s
+module "root module" "$repo" integration examples k8s gocron
 summary=""
 module "integration module" "$repo/integration"
 summary=""
@@ -309,6 +311,12 @@ module "k8s module" "$repo/k8s"
 # emulators, as local processes.
 step test env OBJLEASE_EMULATORS=process go test -race -count=1 "${test_flags[@]}" ./...
 results[-1]="k8s module:${summary%,}"
+summary=""
+module "gocron module" "$repo/gocron"
+# Two gocron schedulers on its Elector and Locker, one crashed and taken
+# over, on a directory and the emulators, as local processes.
+step test env OBJLEASE_EMULATORS=process go test -race -count=1 "${test_flags[@]}" ./...
+results[-1]="gocron module:${summary%,}"
 summary=""
 for mode in $modes; do
 	case $mode in
