@@ -175,7 +175,9 @@ func (l *Locker) lock(ctx context.Context, key string) (*run, error) {
 		return r, nil
 	}
 	refuse := func(err error) (*run, error) {
-		if rerr := lease.Release(context.WithoutCancel(ctx)); rerr != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.ttl)
+		defer cancel()
+		if rerr := lease.Release(rctx); rerr != nil {
 			l.log.WarnContext(ctx, "gocronlease: could not release the lease; it expires on its own", "job", key, "token", lease.Token(), "error", rerr)
 		}
 		return nil, err
