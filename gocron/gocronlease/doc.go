@@ -37,10 +37,11 @@
 //
 // A run whose lease was lost before it ended, or whose scheduler died
 // before Unlock, leaves its tick open: a later trigger of the same tick
-// would run it again. With schedulers that trigger each job once per tick
-// that cannot happen in practice: a lease held by a dead scheduler is taken
-// over only after its TTL, seen from the other schedulers' triggers, which
-// by then are for a later tick.
+// would run it again. Where the schedulers trigger each job once per tick
+// and at about the same time, none does: a lease held by a dead scheduler
+// is taken over only after its TTL, seen from the other schedulers'
+// triggers, which by then are for a later tick; only a trigger later than
+// that by a TTL or more could find the tick open.
 //
 // # Fencing tokens
 //
