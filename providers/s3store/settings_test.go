@@ -138,6 +138,7 @@ func TestExpiresNoncurrent(t *testing.T) {
 	}{
 		{"whole bucket", types.LifecycleRule{Status: types.ExpirationStatusEnabled, NoncurrentVersionExpiration: days(2)}, 48 * time.Hour},
 		{"filter prefix", types.LifecycleRule{Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("lea")}, NoncurrentVersionExpiration: days(1)}, 24 * time.Hour},
+		//lint:ignore SA1019 a rule in the older form, as S3 still serves it
 		{"old prefix", types.LifecycleRule{Status: types.ExpirationStatusEnabled, Prefix: aws.String("leases/"), NoncurrentVersionExpiration: days(1)}, 24 * time.Hour},
 		{"and prefix", types.LifecycleRule{Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{And: &types.LifecycleRuleAndOperator{Prefix: aws.String("leases/")}}, NoncurrentVersionExpiration: days(1)}, 24 * time.Hour},
 		{"other prefix", types.LifecycleRule{Status: types.ExpirationStatusEnabled, Filter: &types.LifecycleRuleFilter{Prefix: aws.String("logs/")}, NoncurrentVersionExpiration: days(1)}, 0},
