@@ -49,6 +49,11 @@ func TestMetrics(t *testing.T) {
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
 					got[mt.Name] += int64(p.Count)
+					// Seconds, not OpenTelemetry's default boundaries
+					// (0, 5, 10, ... 10000), which are for milliseconds.
+					if len(p.Bounds) == 0 || p.Bounds[0] != 0.005 || p.Bounds[len(p.Bounds)-1] != 30 {
+						t.Errorf("%s: bucket boundaries %v, want seconds from 0.005 to 30", mt.Name, p.Bounds)
+					}
 				}
 			}
 		}
