@@ -83,6 +83,8 @@ type cli struct {
 	requestTimeout time.Duration
 	// probe is what --http serves; nil without --http.
 	probe *probe
+	// tel is the command's telemetry (telemetry.go); nil when off.
+	tel *telemetry
 	// logJSON: --log-format json; cmdName is the command running, for it.
 	logJSON bool
 	cmdName string
@@ -208,7 +210,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return act(ctx, pos)
+	return c.traced(ctx, cmd, fs, pos, act)
 }
 
 func lookup(name string) *command {
