@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	_ "github.com/objlease/objlease/providers/all"
 )
@@ -83,8 +85,11 @@ type cli struct {
 	requestTimeout time.Duration
 	// probe is what --http serves; nil without --http.
 	probe *probe
-	// tel is the command's telemetry (telemetry.go); nil when off.
-	tel *telemetry
+	// tel is the command's telemetry (telemetry.go); nil when off. span
+	// is the command's span, the parent of work done on a context of its
+	// own (a release after a signal).
+	tel  *telemetry
+	span trace.SpanContext
 	// logJSON: --log-format json; cmdName is the command running, for it.
 	logJSON bool
 	cmdName string

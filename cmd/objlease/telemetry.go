@@ -242,6 +242,15 @@ func otlpEndpoint(getenv func(string) string) string {
 // noTelemetry are the commands that record nothing worth exporting.
 var noTelemetry = []string{"help", "version", "completion"}
 
+// spanContext is ctx, which carries no span, with the command's span as
+// the parent of spans started in it.
+func (c *cli) spanContext(ctx context.Context) context.Context {
+	if !c.span.IsValid() {
+		return ctx
+	}
+	return trace.ContextWithSpanContext(ctx, c.span)
+}
+
 // tracer makes the command's span; the library's spans are its children.
 var tracer = otel.Tracer("github.com/objlease/objlease/cmd/objlease")
 
@@ -261,7 +270,7 @@ func (c *cli) traced(ctx context.Context, cmd *command, fs *flagSet, pos []strin
 	}
 	c.tel = t
 	defer func() {
-		c.tel = nil
+		c.tel, c.span = nil, trace.SpanContext{}
 		t.shutdown(c)
 	}()
 	name := "objlease " + cmd.name
@@ -269,6 +278,7 @@ func (c *cli) traced(ctx context.Context, cmd *command, fs *flagSet, pos []strin
 		name += " " + pos[0]
 	}
 	ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	c.span = span.SpanContext()
 	err = act(ctx, pos)
 	code := exitCodeOf(err)
 	span.SetAttributes(attribute.Int("process.exit.code", code))
