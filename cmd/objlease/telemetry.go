@@ -61,7 +61,7 @@ type otelConfig struct {
 // cannot do (OTLP over gRPC or JSON, another exporter) is an error rather
 // than telemetry silently lost.
 func readOTelEnv(getenv func(string) string) (otelConfig, error) {
-	var cfg otelConfig
+	cfg := otelConfig{timeout: flushTimeout}
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return cfg, nil
 	}
@@ -90,7 +90,6 @@ func readOTelEnv(getenv func(string) string) (otelConfig, error) {
 			break
 		}
 	}
-	cfg.timeout = flushTimeout
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"} {
 		if ms, err := strconv.Atoi(strings.TrimSpace(getenv(name))); err == nil && ms > 0 {
 			cfg.timeout = min(cfg.timeout, time.Duration(ms)*time.Millisecond)
