@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -332,6 +334,43 @@ func TestOTelEnv(t *testing.T) {
 			}
 		case err != nil || cfg.metrics != tc.metrics || cfg.traces != tc.traces:
 			t.Errorf("%v: metrics %v traces %v err %v, want %v %v", tc.env, cfg.metrics, cfg.traces, err, tc.metrics, tc.traces)
+		}
+	}
+}
+
+// TestOTLPExportOnSignal: hold ended by SIGTERM, its usual end, has
+// flushed its metrics and spans by the time it has exited.
+func TestOTLPExportOnSignal(t *testing.T) {
+	r := newReceiver(t)
+	cmd := exec.Command(objleaseBin(t), "hold", "--ttl", "300ms", "file://"+filepath.Join(t.TempDir(), "k"))
+	cmd.Env = append(os.Environ(), "OTEL_METRICS_EXPORTER=otlp", "OTEL_TRACES_EXPORTER=otlp",
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+r.srv.URL, "OTEL_METRIC_EXPORT_INTERVAL=3600000")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	tok, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || tok != "1\n" {
+		t.Fatalf("token %q, %v; stderr:\n%s", tok, err, stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("hold: %v; stderr:\n%s", err, stderr.String())
+	}
+	metrics, _ := r.received()
+	if !metrics["objlease.lease.acquisitions=1"] || !metrics["objlease.lease.held"] {
+		t.Errorf("the collector got %v", metrics)
+	}
+	spans := r.spans()
+	for name, parent := range map[string]string{"objlease hold": "", "objlease.acquire": "objlease hold", "objlease.release": "objlease hold"} {
+		if p, ok := spans[name]; !ok || p != parent {
+			t.Errorf("span %q (parent %q): got %v", name, parent, spans)
 		}
 	}
 }
