@@ -345,7 +345,7 @@ func TestOTLPExportOnSignal(t *testing.T) {
 	cmd := exec.Command(objleaseBin(t), "hold", "--ttl", "300ms", "file://"+filepath.Join(t.TempDir(), "k"))
 	cmd.Env = append(os.Environ(), "OTEL_METRICS_EXPORTER=otlp", "OTEL_TRACES_EXPORTER=otlp",
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+r.srv.URL, "OTEL_METRIC_EXPORT_INTERVAL=3600000")
-	var stderr lockedBuffer
+	var stderr bytes.Buffer // read once the process has exited
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -357,6 +357,8 @@ func TestOTLPExportOnSignal(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill() })
 	tok, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || tok != "1\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
 		t.Fatalf("token %q, %v; stderr:\n%s", tok, err, stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
