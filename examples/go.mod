@@ -9,7 +9,7 @@ replace (
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1
-	github.com/objlease/objlease v0.0.0
+	github.com/objlease/objlease v0.1.0
 	github.com/objlease/objlease/integration v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	sigs.k8s.io/yaml v1.6.0

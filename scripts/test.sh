@@ -10,8 +10,11 @@
 #      then go vet again for GOOS=darwin and GOOS=windows and a
 #      cross-compiled build of the CLI (in integration/, darwin only);
 #      go install of the CLI at the CHANGELOG's version from a file module
-#      proxy (scripts/goinstall-check.sh); the release archives, the
-#      linux/amd64 one built twice to compare (scripts/release-check.sh);
+#      proxy (scripts/goinstall-check.sh); go get of the k8s module's
+#      resourcelock at that version into a fresh module, the core and the
+#      k8s module served by such a proxy (scripts/modinstall-check.sh);
+#      the release archives, the linux/amd64 one built twice to compare
+#      (scripts/release-check.sh);
 #   3. go test -race -count=1 ./... in the root module; then, built with
 #      -tags objlease_unsafe, the tests of its *_unsafe_test.go files (the
 #      ones that turn a safety measure off to show what it prevents, and
@@ -22,7 +25,8 @@
 #      (scripts/spin.sh);
 #   4. vet, gofmt and the tests of the examples/ module (the Lambda and
 #      Cloud Run handlers against the emulators, the Kubernetes manifests
-#      decoded strictly), then of the k8s/ module (client-go's leader
+#      decoded strictly), then of the k8s/ module, and of its election
+#      tests' own module k8s/internal/electiontest (client-go's leader
 #      election on the resourcelock, against the emulators);
 #   5. the same in integration/ twice: against emulators the tests start as
 #      local processes from $OBJLEASE_EMULATORS_DIR, then against the same
@@ -201,6 +205,7 @@ module() {
 	if [[ $dir == "$repo" ]]; then
 		step "darwin and windows: vet, build the CLI" cross "darwin windows" ./cmd/objlease
 		step "go install @version from a module proxy" bash "$repo/scripts/goinstall-check.sh"
+		step "go get k8s/resourcelock@version from a module proxy" bash "$repo/scripts/modinstall-check.sh"
 		step "release archives, built twice" bash "$repo/scripts/release-check.sh"
 		step test go test -race -count=1 "${test_flags[@]}" ./...
 		step "safety switches off (-tags objlease_unsafe)" unsafe_tests - "${test_flags[@]}"
@@ -305,9 +310,13 @@ step test env OBJLEASE_EMULATORS=process go test -race -count=1 "${test_flags[@]
 results[-1]="examples module:${summary%,}"
 summary=""
 module "k8s module" "$repo/k8s"
-# The resourcelock's tests run client-go's LeaderElector against the
-# emulators, as local processes.
-step test env OBJLEASE_EMULATORS=process go test -race -count=1 "${test_flags[@]}" ./...
+step test go test -race -count=1 "${test_flags[@]}" ./...
+# client-go's LeaderElector on the resourcelock against the emulators, as
+# local processes: a module of its own, so that k8s/go.mod does not
+# require the integration module.
+cd "$repo/k8s/internal/electiontest" || exit 1
+step "election tests: vet" vet
+step "election tests" env OBJLEASE_EMULATORS=process go test -race -count=1 "${test_flags[@]}" ./...
 results[-1]="k8s module:${summary%,}"
 summary=""
 for mode in $modes; do

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/fence"
 	"github.com/objlease/objlease/providers"
 	storeprobe "github.com/objlease/objlease/providers/probe"
@@ -31,16 +32,37 @@ scratch objects under PREFIX-URL and removes them. A store that lets a
 stale DELETE through (MinIO) is safe with a caveat: no lease or fenced write
 is a delete.
 
+Then it reads the bucket's settings that decide what the store keeps of
+an object it overwrites, as every renewal overwrites a lease's record:
+versioning, soft delete, object lock and a lifecycle rule that deletes
+noncurrent versions under PREFIX-URL (S3: GetBucketVersioning,
+GetObjectLockConfiguration, GetBucketLifecycleConfiguration; GCS: the
+bucket's attributes; Azure: versioning from a write's reply, the rest is
+the account's and stays unknown). It prints them (bucket:), what they
+cost a lease at --ttl (cost: writes a day, 3 × 86400 / TTL, times the
+record's size, kept as long as the settings keep each), and, where the
+bucket keeps overwritten records without a rule, the store's lifecycle
+rule that deletes them a day after (lifecycle:) and a caveat if they are
+kept for ever. None of it changes the verdict: a versioned bucket is safe,
+and costly.
+
 Prints the verdict, every check that failed, one line per kind of race
 (rounds, how many rounds had how many winners, verdict), how the store
 answers writes to a missing object, the store's clock offset from this
-machine's (when the store reports its time) and the latency of each
-sequential request. With -o json: {"url","store","safe","use_url","failures",
-"caveats","delete_unconditional","missing_replace","missing_delete",
-"races","clock_known","clock_offset_ms","latency_ms"}, each race {"kind","writers","rounds","winners",
-"all_retryable","repeated_deletes","conflicts","unknown_outcomes","throttled","verdict",
-"failures","elapsed_ms"}
-(winners[w] is the number of rounds that w writers won). Exits 0 if the
+machine's (when the store reports its time), the bucket's settings and
+their cost, and the latency of each sequential request. With -o json:
+{"url","store","safe","use_url","failures","caveats","delete_unconditional",
+"missing_replace","missing_delete","races","clock_known",
+"clock_offset_ms","latency_ms","bucket","cost","lifecycle_rule"}, each race
+{"kind","writers","rounds","winners","all_retryable","repeated_deletes",
+"conflicts","unknown_outcomes","throttled","verdict","failures","elapsed_ms"}
+(winners[w] is the number of rounds that w writers won), bucket {"versioning",
+"soft_delete","soft_delete_days","object_lock","object_lock_detail",
+"object_lock_days","lifecycle","noncurrent_expiry_days",
+"overwrite_billed_days","notes","error"}, cost {"ttl_ms","writes_per_day",
+"record_bytes","bytes_per_day","kept","kept_days","kept_bytes",
+"kept_versions","why"} (kept: none, days, forever or unknown) and
+lifecycle_rule {"format","text","apply","note"} or null. Exits 0 if the
 store is safe to use, 1 if it is not, 69 if it could not be checked, and
 78 if it refuses a write conditional on the version it has just shown: for
 an s3:// URL doctor then checks again with unquoted_etag=true (Ceph RGW 16
@@ -65,6 +87,12 @@ type diagnosis struct {
 	ClockKnown          bool                 `json:"clock_known"`
 	ClockOffsetMs       float64              `json:"clock_offset_ms"`
 	LatencyMs           map[string][]float64 `json:"latency_ms"`
+	// Bucket, Cost and LifecycleRule say what the bucket keeps of the
+	// records renewals overwrite (versioning, soft delete): a cost, never
+	// a safety failure.
+	Bucket        bucketJSON `json:"bucket"`
+	Cost          *costJSON  `json:"cost"`
+	LifecycleRule *ruleJSON  `json:"lifecycle_rule"`
 }
 
 // raceJSON is one kind of race in doctor's JSON output.
@@ -85,6 +113,9 @@ type raceJSON struct {
 
 func (c *cli) doctorCmd(fs *flagSet) action {
 	asJSON := addOutput(fs)
+	ttl := objlease.DefaultTTL
+	fs.Var(&durationFlag{d: &ttl, min: objlease.MinTTL, max: objlease.MaxTTL}, "ttl",
+		"the TTL your leases use, as a `duration`, for what a bucket that keeps overwritten objects keeps of their renewals (default 30s)")
 	return c.onStore(fs, "doctor", false, func(ctx context.Context, url string, store providers.Store, prefix string) error {
 		r, err := storeprobe.Run(ctx, store, prefix)
 		remedy := ""
@@ -104,6 +135,13 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 		if err != nil && !errors.Is(err, storeprobe.ErrStoreUnsafe) {
 			return opErr("doctor", url, fmt.Errorf("store could not be checked: %w", err))
 		}
+		// After the checks: a store may learn its settings from the
+		// replies to their writes (Azure's versioning).
+		bucket := readBucket(ctx, store, prefix, ttl)
+		caveats := append([]string{}, r.Caveats...)
+		if c := bucket.caveat(); c != "" {
+			caveats = append(caveats, c)
+		}
 		verdict := error(nil)
 		switch {
 		case len(r.Failures) > 0:
@@ -113,8 +151,9 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 		}
 		if *asJSON {
 			d := diagnosis{URL: url, Store: r.Store, Safe: len(r.Failures) == 0 && remedy == "", UseURL: remedy, Failures: append([]string{}, r.Failures...),
-				Caveats: append([]string{}, r.Caveats...), DeleteUnconditional: r.DeleteUnconditional, MissingReplace: r.MissingReplace, MissingDelete: r.MissingDelete, Races: []raceJSON{},
-				ClockKnown: r.ClockKnown, ClockOffsetMs: msOf(r.ClockOffset), LatencyMs: map[string][]float64{}}
+				Caveats: caveats, DeleteUnconditional: r.DeleteUnconditional, MissingReplace: r.MissingReplace, MissingDelete: r.MissingDelete, Races: []raceJSON{},
+				ClockKnown: r.ClockKnown, ClockOffsetMs: msOf(r.ClockOffset), LatencyMs: map[string][]float64{},
+				Bucket: bucket.bucket, Cost: bucket.cost, LifecycleRule: bucket.rule}
 			for _, race := range r.Races {
 				d.Races = append(d.Races, raceJSON{Kind: race.Kind, Writers: race.Writers, Rounds: race.Rounds,
 					Winners: race.Winners, AllRetryable: race.AllRetryable, Repeated: race.RepeatedDeletes, Conflicts: race.Conflicts, Unknown: race.Unknown, Throttled: race.Throttled,
@@ -146,7 +185,7 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 				fmt.Fprintf(w, "failed:\t%s\n", fail)
 			}
 		}
-		for _, caveat := range r.Caveats {
+		for _, caveat := range caveats {
 			fmt.Fprintf(w, "caveat:\t%s\n", caveat)
 		}
 		for _, race := range r.Races {
@@ -158,6 +197,7 @@ func (c *cli) doctorCmd(fs *flagSet) action {
 		} else {
 			fmt.Fprintf(w, "clock:\tthe store reports no time; --store-clock has no effect on it\n")
 		}
+		bucket.print(w, prefix)
 		ops := make([]string, 0, len(r.Latency))
 		for op := range r.Latency {
 			ops = append(ops, op)

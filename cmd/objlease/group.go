@@ -83,7 +83,7 @@ type groupList struct {
 // (-v: all).
 var groupFlags = map[string][]string{
 	"o": {"show"}, "no-headers": {"show"}, "drift": {"show", "join"}, "store-clock": {"show", "join"},
-	"ttl": {"join", "define"}, "member": {"join"}, "grace": {"join"}, "http": {"join"},
+	"ttl": {"join", "define"}, "member": {"join"}, "grace": {"join"}, "http": {"join"}, "poll": {"join"},
 }
 
 // groupCmd runs the group subcommands. Its flags are the union of theirs;
@@ -92,6 +92,7 @@ func (c *cli) groupCmd(fs *flagSet) action {
 	var lf leaseFlags
 	lf.addTTL(fs)
 	lf.addExpiry(fs)
+	lf.addPoll(fs, 0, "join: a round every `duration`, at most TTL: each round lists the members (and the shards when something may have moved); longer rounds cost fewer listings, and a join, a leave or a death is noticed later (default TTL/3)")
 	member := fs.String("member", "", "join: the member's `name` in the group, and the holder of its leases (default HOST/PID/RANDOM)")
 	grace := 10 * time.Second
 	fs.Var(&durationFlag{d: &grace, min: 0, max: 24 * time.Hour}, "grace", "join: how long a shard's command has between SIGTERM and SIGKILL, as a `duration` (default 10s)")

@@ -135,7 +135,7 @@ func init() {
 		{name: "put", args: "--token N [flags] URL < DATA", summary: "write stdin to an object, fenced by a token", detail: putDetail, setup: (*cli).putCmd},
 		{name: "rm", args: "--token N [flags] URL", summary: "delete an object, fenced by a token", detail: rmDetail, setup: (*cli).rmCmd},
 		{name: "batch", args: "put|commit|show [flags] PREFIX-URL [NAME]", summary: "write and commit a guarded output prefix", detail: batchDetail, setup: (*cli).batchCmd, subcommands: []string{"put", "commit", "show"}},
-		{name: "doctor", args: "[-o json] PREFIX-URL", summary: "check that a store enforces conditional writes", detail: doctorDetail, setup: (*cli).doctorCmd},
+		{name: "doctor", args: "[--ttl DURATION] [-o json] PREFIX-URL", summary: "check that a store enforces conditional writes", detail: doctorDetail, setup: (*cli).doctorCmd},
 		{name: "bench", args: "[flags] PREFIX-URL", summary: "measure latency, cost, contention and failover on a store", detail: benchDetail, setup: (*cli).benchCmd},
 		{name: benchHolderCmd, hidden: true, setup: (*cli).benchHolderCmd},
 		{name: supervise.Command, hidden: true, setup: (*cli).superviseCmd},

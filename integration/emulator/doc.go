@@ -2,9 +2,12 @@
 // run against, as child processes of the test binary (or containers) on
 // free ports of 127.0.0.1:
 //
-//   - versitygw (S3, posix backend): VersityGW, StartVersityGW
+//   - versitygw (S3, posix backend): VersityGW, StartVersityGW, and
+//     VersityGWVersioned, which can version a bucket
 //   - s3rver (S3 that accepts preconditions and ignores them): S3rver
 //   - MinIO (S3 that ignores If-Match on DELETE): MinIO, StartMinIO
+//   - distributed MinIO (4 server processes, one erasure set):
+//     MinIOCluster, StartMinIOCluster
 //   - fake-gcs-server (GCS): FakeGCS, StartFakeGCS
 //   - Azurite (Azure Blob): Azurite, StartAzurite
 //

@@ -54,6 +54,15 @@ func VersityGW(t testing.TB) *S3 {
 	return sharedVGW.get(t, startVGW)
 }
 
+// VersityGWVersioned returns a versitygw shared by every test in the test
+// binary that can enable versioning on a bucket (PutBucketVersioning),
+// starting it on first use. Its bucket is not versioned: a test creates
+// its own and enables versioning on it.
+func VersityGWVersioned(t testing.TB) *S3 {
+	t.Helper()
+	return sharedVGWVer.get(t, startVGWVersioned)
+}
+
 // MinIO returns the shared MinIO server, starting it on first use. It
 // enforces If-None-Match and If-Match on PUT and ignores If-Match on DELETE.
 // Its root credentials are an admin's: tests of other users get theirs
@@ -165,6 +174,7 @@ type shared[T any] struct {
 
 var (
 	sharedVGW     shared[S3]
+	sharedVGWVer  shared[S3]
 	sharedMinIO   shared[S3]
 	sharedCeph    shared[S3]
 	sharedS3rver  shared[S3]

@@ -124,14 +124,28 @@ var errExited = errors.New("exited before it answered")
 
 // run starts the emulator on p.port and waits for readiness.
 func (p *Process) run() error {
+	done, err := p.begin()
+	if err != nil {
+		return err
+	}
+	return p.awaitReady(done)
+}
+
+// begin starts the emulator on p.port without waiting for it to answer.
+func (p *Process) begin() (<-chan struct{}, error) {
 	done, err := p.r.start(p.argsFor(p.port))
 	if err != nil {
-		return fmt.Errorf("start %s: %w\n%s log:\n%s", p.name, err, p.name, p.Log())
+		return nil, fmt.Errorf("start %s: %w\n%s log:\n%s", p.name, err, p.name, p.Log())
 	}
 	p.mu.Lock()
 	p.up = true
 	p.mu.Unlock()
+	return done, nil
+}
 
+// awaitReady waits until the emulator that begin started answers, and
+// stops it if it does not.
+func (p *Process) awaitReady(done <-chan struct{}) error {
 	if err := p.waitReady(done); err != nil {
 		p.Stop()
 		return fmt.Errorf("%s on port %d: %w\n%s log:\n%s", p.name, p.port, err, p.name, p.Log())

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +45,18 @@ type program struct {
 // launch starts prog on a fresh port: in container mode as a container of
 // its image, else as a local process keeping its data under dir.
 func launch(prog program, dir string) (*Process, error) {
+	p, err := newProcess(prog, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.start(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newProcess is prog, keeping its data under dir, ready to be started.
+func newProcess(prog program, dir string) (*Process, error) {
 	p := &Process{name: prog.name, health: prog.health, want200: prog.want200, ready: cmp.Or(prog.ready, readyTimeout)}
 	docker := false
 	if prog.image != "" {
@@ -63,9 +77,6 @@ func launch(prog program, dir string) (*Process, error) {
 		p.r = &procRunner{name: prog.name, bin: bin, dir: dir, env: prog.env, log: &p.log}
 		p.argsFor = func(port int) []string { return prog.args(port, dir) }
 	}
-	if err := p.start(); err != nil {
-		return nil, err
-	}
 	return p, nil
 }
 
@@ -83,15 +94,38 @@ func startVGW(dir string) (*S3, *Process, error) {
 	}, dir, vgwAccessKey, vgwSecretKey)
 }
 
+// startVGWVersioned runs versitygw as startVGW does, with bucket
+// versioning, which its posix backend offers only with a directory for
+// the versions (--versioning-dir). It has no image: it runs as a local
+// process in container mode too, with its buckets under dir/root.
+func startVGWVersioned(dir string) (*S3, *Process, error) {
+	for _, d := range []string{"root", "versions"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	return startS3(program{
+		name: "versitygw-versioned", bin: "bin/versitygw", health: "/",
+		env: []string{"ROOT_ACCESS_KEY_ID=" + vgwAccessKey, "ROOT_SECRET_ACCESS_KEY=" + vgwSecretKey},
+		args: func(port int, dataDir string) []string {
+			return []string{"--port", hostPort(port), "--keep-alive", "--quiet", "posix",
+				"--versioning-dir", filepath.Join(dataDir, "versions"), filepath.Join(dataDir, "root")}
+		},
+	}, dir, vgwAccessKey, vgwSecretKey)
+}
+
+// minioEnv is every MinIO server's environment: the root credentials, and
+// no update checks or telemetry (the machine may have no network).
+var minioEnv = []string{"MINIO_ROOT_USER=" + minioAccessKey, "MINIO_ROOT_PASSWORD=" + minioSecretKey,
+	"MINIO_UPDATE=off", "MINIO_BROWSER=off", "MINIO_CI_CD=1"}
+
 // startMinIO runs a single-drive MinIO server with its data under dir;
 // the console listens on a second free port, which MinIO insists on. The
 // bucket is created with the S3 API, as on any S3 store.
 func startMinIO(dir string) (*S3, *Process, error) {
 	return startS3(program{
 		name: "minio", bin: "bin/minio", image: minioImage, health: "/minio/health/live", want200: true,
-		env: []string{"MINIO_ROOT_USER=" + minioAccessKey, "MINIO_ROOT_PASSWORD=" + minioSecretKey,
-			// No update checks, no telemetry: the machine may have no network.
-			"MINIO_UPDATE=off", "MINIO_BROWSER=off", "MINIO_CI_CD=1"},
+		env: minioEnv,
 		args: func(port int, dataDir string) []string {
 			// MinIO binds a console port even with the browser off: the
 			// next port up, which a clash makes the start retry elsewhere.

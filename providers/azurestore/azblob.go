@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -26,6 +27,9 @@ import (
 type store struct {
 	client    *container.Client
 	container string // for messages
+	// versioning is what the last successful write's reply said of blob
+	// versioning (versioningUnseen, versioningOff, versioningOn).
+	versioning atomic.Int32
 }
 
 var _ driver.Driver = (*store)(nil)
@@ -141,6 +145,11 @@ func (s *store) put(ctx context.Context, op, key string, body *io.SectionReader,
 		})
 	if err != nil {
 		return driver.WriteResult{}, s.mapError(op, key, err)
+	}
+	if resp.VersionID != nil {
+		s.versioning.Store(versioningOn)
+	} else {
+		s.versioning.Store(versioningOff)
 	}
 	return driver.WriteResult{
 		Version:      etag(resp.ETag),

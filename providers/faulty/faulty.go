@@ -156,8 +156,8 @@ func (c Counts) Total() int64 {
 
 // Driver is a driver.Driver that injects faults into the requests it
 // passes on to the driver it wraps, and counts them. It passes on the
-// wrapped driver's key checks (driver.KeyChecker), properties, As and
-// Close. It is safe for concurrent use.
+// wrapped driver's key checks (driver.KeyChecker), bucket settings
+// (driver.BucketInspector), properties, As and Close. It is safe for concurrent use.
 type Driver struct {
 	inner driver.Driver
 	cfg   Config
@@ -173,8 +173,9 @@ type Driver struct {
 }
 
 var (
-	_ driver.Driver     = (*Driver)(nil)
-	_ driver.KeyChecker = (*Driver)(nil)
+	_ driver.Driver          = (*Driver)(nil)
+	_ driver.KeyChecker      = (*Driver)(nil)
+	_ driver.BucketInspector = (*Driver)(nil)
 )
 
 // New wraps inner. It returns an error naming the first rate that is out
@@ -412,6 +413,24 @@ func (s *Driver) As(target any) bool {
 
 // Close closes the wrapped driver.
 func (s *Driver) Close() error { return s.inner.Close() }
+
+// BucketSettings passes the call to the wrapped driver, if it reads its
+// bucket's settings (driver.BucketInspector); otherwise every setting is
+// unknown. No fault is injected.
+func (s *Driver) BucketSettings(ctx context.Context, prefix string) (driver.BucketSettings, error) {
+	if bi, ok := s.inner.(driver.BucketInspector); ok {
+		return bi.BucketSettings(ctx, prefix)
+	}
+	return driver.BucketSettings{Notes: []string{fmt.Sprintf("the %s store reports no bucket settings", s.inner.Properties().Name)}}, nil
+}
+
+// NoncurrentRule is the wrapped driver's, or none.
+func (s *Driver) NoncurrentRule(prefix string, days int) driver.LifecycleRule {
+	if bi, ok := s.inner.(driver.BucketInspector); ok {
+		return bi.NoncurrentRule(prefix, days)
+	}
+	return driver.LifecycleRule{}
+}
 
 // CheckKey applies the wrapped driver's own key check, if it has one.
 func (s *Driver) CheckKey(key string) error {

@@ -298,5 +298,18 @@ func (s *store) As(target any) bool {
 	return ok
 }
 
+var _ driver.BucketInspector = (*store)(nil)
+
+// BucketSettings implements driver.BucketInspector: a directory keeps
+// nothing of a file it replaces.
+func (s *store) BucketSettings(context.Context, string) (driver.BucketSettings, error) {
+	return driver.BucketSettings{Versioning: driver.SettingOff, SoftDelete: driver.SettingOff,
+		ObjectLock: driver.SettingOff, Lifecycle: driver.SettingOff}, nil
+}
+
+// NoncurrentRule implements driver.BucketInspector: there is nothing to
+// expire.
+func (s *store) NoncurrentRule(string, int) driver.LifecycleRule { return driver.LifecycleRule{} }
+
 // Close implements driver.Driver; a file store holds nothing open.
 func (s *store) Close() error { return nil }

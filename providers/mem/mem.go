@@ -212,5 +212,18 @@ func (d *store) Properties() driver.Properties {
 // As reaches nothing: the Bucket itself answers As(**providers.Bucket).
 func (d *store) As(any) bool { return false }
 
+var _ driver.BucketInspector = (*store)(nil)
+
+// BucketSettings implements driver.BucketInspector: the store keeps
+// nothing of an object it overwrites.
+func (d *store) BucketSettings(context.Context, string) (driver.BucketSettings, error) {
+	return driver.BucketSettings{Versioning: driver.SettingOff, SoftDelete: driver.SettingOff,
+		ObjectLock: driver.SettingOff, Lifecycle: driver.SettingOff}, nil
+}
+
+// NoncurrentRule implements driver.BucketInspector: there is nothing to
+// expire.
+func (d *store) NoncurrentRule(string, int) driver.LifecycleRule { return driver.LifecycleRule{} }
+
 // Close does nothing: the objects stay for anyone else holding the store.
 func (d *store) Close() error { return nil }

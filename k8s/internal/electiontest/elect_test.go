@@ -1,4 +1,4 @@
-package resourcelock_test
+package electiontest_test
 
 // client-go's own LeaderElector against the lock on the emulators, in real
 // time: failover after a leader dies, lost replies, a record changed by
