@@ -11,8 +11,9 @@
 #      cross-compiled build of the CLI (in integration/, darwin only);
 #      go install of the CLI at the CHANGELOG's version from a file module
 #      proxy (scripts/goinstall-check.sh); go get of the k8s module's
-#      resourcelock at that version into a fresh module, the core and the
-#      k8s module served by such a proxy (scripts/modinstall-check.sh);
+#      resourcelock and the gocron module's gocronlease at that version
+#      into a fresh module, the core and those modules served by such a
+#      proxy (scripts/modinstall-check.sh);
 #      the release archives, the linux/amd64 one built twice to compare
 #      (scripts/release-check.sh);
 #   3. go test -race -count=1 ./... in the root module; then, built with
@@ -27,7 +28,10 @@
 #      Cloud Run handlers against the emulators, the Kubernetes manifests
 #      decoded strictly), then of the k8s/ module, and of its election
 #      tests' own module k8s/internal/electiontest (client-go's leader
-#      election on the resourcelock, against the emulators);
+#      election on the resourcelock, against the emulators), then of the
+#      gocron/ module, and of its scheduler tests' own module
+#      gocron/internal/schedulertest (gocron schedulers on its Elector and
+#      Locker, on a directory and the emulators);
 #   5. the same in integration/ twice: against emulators the tests start as
 #      local processes from $OBJLEASE_EMULATORS_DIR, then against the same
 #      emulators as containers (OBJLEASE_EMULATORS=docker), with a Docker
@@ -205,7 +209,7 @@ module() {
 	if [[ $dir == "$repo" ]]; then
 		step "darwin and windows: vet, build the CLI" cross "darwin windows" ./cmd/objlease
 		step "go install @version from a module proxy" bash "$repo/scripts/goinstall-check.sh"
-		step "go get k8s/resourcelock@version from a module proxy" bash "$repo/scripts/modinstall-check.sh"
+		step "go get k8s and gocron modules @version from a module proxy" bash "$repo/scripts/modinstall-check.sh"
 		step "release archives, built twice" bash "$repo/scripts/release-check.sh"
 		step test go test -race -count=1 "${test_flags[@]}" ./...
 		step "safety switches off (-tags objlease_unsafe)" unsafe_tests - "${test_flags[@]}"
@@ -299,7 +303,7 @@ test_flags=("$@")
 results=()
 declare -A ran skipped
 skipped_docker=false
-module "root module" "$repo" integration examples k8s
+module "root module" "$repo" integration examples k8s gocron
 summary=""
 module "integration module" "$repo/integration"
 summary=""
@@ -318,6 +322,16 @@ cd "$repo/k8s/internal/electiontest" || exit 1
 step "election tests: vet" vet
 step "election tests" env OBJLEASE_EMULATORS=process go test -race -count=1 "${test_flags[@]}" ./...
 results[-1]="k8s module:${summary%,}"
+summary=""
+module "gocron module" "$repo/gocron"
+step test go test -race -count=1 "${test_flags[@]}" ./...
+# Two gocron schedulers on its Elector and Locker, one crashed and taken
+# over, on a directory and the emulators, as local processes: a module of
+# its own, so that gocron/go.mod does not require the integration module.
+cd "$repo/gocron/internal/schedulertest" || exit 1
+step "scheduler tests: vet" vet
+step "scheduler tests" env OBJLEASE_EMULATORS=process go test -race -count=1 "${test_flags[@]}" ./...
+results[-1]="gocron module:${summary%,}"
 summary=""
 for mode in $modes; do
 	case $mode in

@@ -3,7 +3,8 @@
 // line, as git ls-files prints them) under MODULE@VERSION/, leaving out the
 // directories that hold a module of their own. scripts/goinstall-check.sh
 // uses it to serve this checkout from a file proxy, and
-// scripts/modinstall-check.sh also runs it in k8s/ for the k8s module.
+// scripts/modinstall-check.sh also runs it in k8s/ and gocron/ for those
+// modules.
 //
 // Usage: git ls-files | go run ./scripts/modzip MODULE VERSION OUT.zip
 package main
