@@ -240,6 +240,17 @@ func (c *Client) sawBad(version string, attrs providers.Attrs, data []byte, err 
 //
 // On success the lease is renewed in the background until Release or loss.
 func (c *Client) TryAcquire(ctx context.Context) (*Lease, error) {
+	ctx, span := c.startSpan(ctx, "objlease.acquire")
+	l, err := c.tryAcquire(ctx)
+	var token uint64
+	if l != nil {
+		token = l.Token()
+	}
+	endSpan(span, "acquired", token, err)
+	return l, err
+}
+
+func (c *Client) tryAcquire(ctx context.Context) (*Lease, error) {
 	if err := c.sess.err(c.key); err != nil {
 		return nil, err
 	}
@@ -495,7 +506,9 @@ func (c *Client) Break(ctx context.Context) (uint64, error) {
 // identity holds it, without a Lease value: for a process other than the one
 // that acquired it (the CLI's release command). It returns an *Error (ErrHeld) if
 // someone else holds it, and nil if it is already released.
-func (c *Client) Release(ctx context.Context) error {
+func (c *Client) Release(ctx context.Context) (err error) {
+	ctx, span := c.startSpan(ctx, "objlease.release")
+	defer func() { endSpan(span, "released", 0, err) }()
 	if err := c.sess.err(c.key); err != nil {
 		return err
 	}

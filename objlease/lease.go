@@ -339,7 +339,15 @@ func (l *Lease) lockRecord(ctx context.Context) (ended bool, err error) {
 	return false, nil
 }
 
-func (l *Lease) renew(ctx context.Context) error {
+func (l *Lease) renew(ctx context.Context) (err error) {
+	ctx, span := l.c.startSpan(ctx, "objlease.renew")
+	defer func() {
+		var token uint64
+		if span.IsRecording() {
+			token = l.Token()
+		}
+		endSpan(span, "renewed", token, err)
+	}()
 	if _, err := l.lockRecord(ctx); err != nil {
 		return err
 	}
@@ -435,6 +443,13 @@ func (l *Lease) remaining(now time.Time) time.Duration {
 // higher. It returns an error matching ErrLeaseLost if the lease had already
 // been lost (the record is then left alone).
 func (l *Lease) Release(ctx context.Context) error {
+	ctx, span := l.c.startSpan(ctx, "objlease.release")
+	err := l.release(ctx)
+	endSpan(span, "released", 0, err)
+	return err
+}
+
+func (l *Lease) release(ctx context.Context) error {
 	// No background renewal starts from now on, and one in flight is
 	// cancelled: a renewal hung in a request must not hold Release up.
 	l.mu.Lock()

@@ -17,7 +17,7 @@ import (
 //	objlease.lease.token         gauge, the token of the held lease
 //	objlease.lease.acquisitions  counter
 //	objlease.lease.losses        counter, attribute cause = refused | expired | release_failed
-//	objlease.lease.renew.duration histogram, seconds, attribute outcome = ok | error
+//	objlease.lease.renew.duration histogram, seconds (buckets 5 ms to 30 s), attribute outcome = ok | error
 //
 // Every measurement carries the attribute lease = the lease key.
 type instruments struct {
@@ -36,9 +36,21 @@ var meters = func() instruments {
 	in.token, _ = m.Int64Gauge("objlease.lease.token", metric.WithDescription("fencing token of the held lease"))
 	in.acquisitions, _ = m.Int64Counter("objlease.lease.acquisitions", metric.WithDescription("leases acquired"))
 	in.losses, _ = m.Int64Counter("objlease.lease.losses", metric.WithDescription("leases lost, by cause"))
-	in.renew, _ = m.Float64Histogram("objlease.lease.renew.duration", metric.WithUnit("s"), metric.WithDescription("latency of renewals"))
+	in.renew, _ = m.Float64Histogram("objlease.lease.renew.duration", metric.WithUnit("s"), metric.WithDescription("latency of renewals"),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	return in
 }()
+
+// durationBuckets are the histogram boundaries, in seconds, of every
+// duration objlease measures. OpenTelemetry's default boundaries (0, 5,
+// 10, 25, ... 10000) are meant for milliseconds: in seconds they put every
+// store request in the first bucket. A conditional write to an object
+// store takes from a few milliseconds (a local or same-zone store) through
+// 20 to 200 ms (S3, GCS, Azure across a region) to seconds when the store
+// throttles or retries; a renewal is in trouble once it takes a sizeable
+// part of TTL/3, and the TTL is 30 s by default. The boundaries resolve the
+// usual 5 ms to 1 s finely and keep 2.5 to 30 s apart for the slow tail.
+var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
 func (c *Client) recordAcquired(token uint64) {
 	set := metric.WithAttributes(attribute.String("lease", c.key))

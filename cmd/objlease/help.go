@@ -73,6 +73,10 @@ Environment of run's command:
   OBJLEASE_TOKEN   the fencing token: stamp it on every write the lease protects
   OBJLEASE_HOLDER  the holder identity written in the record
   OBJLEASE_URL     the lease URL, as given (a plain path as its file:// URL)
+
+Telemetry (off unless asked for): --http serves /metrics for Prometheus;
+OTEL_METRICS_EXPORTER=otlp and OTEL_TRACES_EXPORTER=otlp push metrics and
+spans over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT, flushed before exit.
 `)
 }
 

@@ -14,11 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/providers"
@@ -285,8 +280,9 @@ func plain(w http.ResponseWriter, code int, line string) {
 }
 
 // serveHTTP starts --http's server for command at url, before the command
-// opens its store, and installs the metrics' MeterProvider. The returned
-// stop shuts it down. With no address it does nothing.
+// opens its store, serving the metrics of the command's telemetry (see
+// traced). The returned stop shuts it down. With no address it does
+// nothing.
 func (c *cli) serveHTTP(addr, command, url string) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
@@ -297,17 +293,18 @@ func (c *cli) serveHTTP(addr, command, url string) (stop func(), err error) {
 		// as the URL says.
 		return nil, usagef("--http %s: cannot listen there: %s", addr, listenReason(err))
 	}
-	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		ln.Close()
-		return nil, err
+	// The command's telemetry has the registry when --http is given;
+	// for a command run other than through dispatch it is made here.
+	t, own := c.tel, (*telemetry)(nil)
+	if t == nil || t.reg == nil {
+		if own, err = c.startTelemetry(context.Background(), true); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		t = own
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp),
-		sdkmetric.WithResource(resource.NewSchemaless(attribute.String("service.name", "objlease"))))
-	otel.SetMeterProvider(mp)
 	c.probe = &probe{command: command, url: url}
-	srv := &http.Server{Handler: c.probe.handler(reg), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: c.probe.handler(t.reg), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	if _, port, _ := net.SplitHostPort(addr); port == "0" || c.verbose {
 		c.say("serving health and metrics on http://" + ln.Addr().String())
@@ -317,7 +314,7 @@ func (c *cli) serveHTTP(addr, command, url string) (stop func(), err error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
-		mp.Shutdown(ctx)
+		own.shutdown(c)
 	}, nil
 }
 

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/objlease/objlease/cmd/objlease/internal/supervise"
 	_ "github.com/objlease/objlease/providers/all"
 )
@@ -83,6 +85,11 @@ type cli struct {
 	requestTimeout time.Duration
 	// probe is what --http serves; nil without --http.
 	probe *probe
+	// tel is the command's telemetry (telemetry.go); nil when off. span
+	// is the command's span, the parent of work done on a context of its
+	// own (a release after a signal).
+	tel  *telemetry
+	span trace.SpanContext
 	// logJSON: --log-format json; cmdName is the command running, for it.
 	logJSON bool
 	cmdName string
@@ -208,7 +215,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return act(ctx, pos)
+	return c.traced(ctx, cmd, fs, pos, act)
 }
 
 func lookup(name string) *command {

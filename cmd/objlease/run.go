@@ -538,7 +538,7 @@ func notFoundHint(argv0 string) string {
 // released with the lease's token and holder, which nothing is to be
 // warned of.
 func (c *cli) release(l *objlease.Lease) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(l.Record().TTLMillis)*time.Millisecond)
+	ctx, cancel := context.WithTimeout(c.spanContext(context.Background()), time.Duration(l.Record().TTLMillis)*time.Millisecond)
 	defer cancel()
 	err := l.Release(ctx)
 	if err == nil || (errors.Is(err, objlease.ErrLeaseLost) && !errors.Is(err, objlease.ErrAmbiguous)) {

@@ -67,3 +67,34 @@ func TestStoresCanBeLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// TestLibraryLinksNoExporter: the OpenTelemetry SDK and its exporters
+// (OTLP, Prometheus) are the CLI's; a program that imports the library, a
+// store or the test suites records through the API only and links none of
+// them.
+func TestLibraryLinksNoExporter(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the build's packages: %v", err)
+	}
+	args := []string{"list", "-deps", "github.com/objlease/objlease/objlease/...", "github.com/objlease/objlease/providers",
+		"github.com/objlease/objlease/providers/file", "github.com/objlease/objlease/providers/s3store"}
+	out, err := exec.Command(goBin, args...).Output()
+	if err != nil {
+		t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps listed only %q", deps)
+	}
+	for _, d := range deps {
+		for _, bad := range []string{"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/", "go.opentelemetry.io/proto/otlp", "github.com/prometheus/"} {
+			if strings.HasPrefix(d, bad) {
+				t.Errorf("the library links %s", d)
+			}
+		}
+	}
+	if !strings.Contains(string(out), "go.opentelemetry.io/otel/metric\n") {
+		t.Error("the library does not record through go.opentelemetry.io/otel/metric: is the list right?")
+	}
+}
