@@ -7,22 +7,30 @@
 //
 // With -check it reads an SBOM instead and fails unless its modules are
 // exactly those go version -m prints for the binary, and its checksum is
-// the binary's.
+// the binary's. The binary may be given as the release archive that
+// holds it (.tar.gz or .zip).
 //
 // Usage:
 //
 //	go run ./scripts/sbom -name NAME -version VERSION -revision COMMIT BINARY > NAME.spdx.json
-//	go run ./scripts/sbom -check SBOM BINARY
+//	go run ./scripts/sbom -check SBOM BINARY|ARCHIVE
 //
 // The document's time is SOURCE_DATE_EPOCH (default 0).
 package main
 
 import (
+	"archive/tar"
+	"archive/zip"
+	"compress/gzip"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/objlease/objlease/scripts/internal/spdx"
@@ -40,10 +48,24 @@ func main() {
 	}
 	bin := flag.Arg(0)
 	if *check != "" {
+		if strings.HasSuffix(bin, ".tar.gz") || strings.HasSuffix(bin, ".zip") {
+			tmp, err := os.MkdirTemp("", "sbom-check")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "sbom:", err)
+				os.Exit(1)
+			}
+			defer os.RemoveAll(tmp)
+			if bin, err = extractBinary(bin, tmp); err != nil {
+				fmt.Fprintln(os.Stderr, "sbom:", err)
+				os.RemoveAll(tmp)
+				os.Exit(1)
+			}
+		}
 		if err := Check(*check, bin); err != nil {
 			fmt.Fprintln(os.Stderr, "sbom:", err)
 			os.Exit(1)
 		}
+		fmt.Fprintf(os.Stderr, "sbom: %s lists the modules of go version -m %s\n", *check, flag.Arg(0))
 		return
 	}
 	if *name == "" || *version == "" {
@@ -117,4 +139,65 @@ func Check(path, bin string) error {
 		return fmt.Errorf("%s does not list the modules of go version -m %s:\n%s", path, bin, d)
 	}
 	return nil
+}
+
+// extractBinary writes the objlease binary of a release archive into dir
+// and returns its path.
+func extractBinary(archive, dir string) (string, error) {
+	out := filepath.Join(dir, "objlease")
+	write := func(r io.Reader) (string, error) {
+		f, err := os.Create(out)
+		if err != nil {
+			return "", err
+		}
+		if _, err := io.Copy(f, r); err != nil {
+			f.Close()
+			return "", err
+		}
+		return out, f.Close()
+	}
+	isBinary := func(name string) bool {
+		b := path.Base(name)
+		return b == "objlease" || b == "objlease.exe"
+	}
+	if strings.HasSuffix(archive, ".zip") {
+		zr, err := zip.OpenReader(archive)
+		if err != nil {
+			return "", err
+		}
+		defer zr.Close()
+		for _, f := range zr.File {
+			if isBinary(f.Name) {
+				r, err := f.Open()
+				if err != nil {
+					return "", err
+				}
+				defer r.Close()
+				return write(r)
+			}
+		}
+		return "", fmt.Errorf("%s holds no objlease binary", archive)
+	}
+	f, err := os.Open(archive)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", archive, err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return "", fmt.Errorf("%s holds no objlease binary", archive)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", archive, err)
+		}
+		if h.Typeflag == tar.TypeReg && isBinary(h.Name) {
+			return write(tr)
+		}
+	}
 }
