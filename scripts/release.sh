@@ -55,6 +55,7 @@ mkdir -p "$tmp/extra/completions" "$tmp/extra/man"
 for sh in bash zsh fish; do
 	"$tmp/host/objlease" completion "$sh" >"$tmp/extra/completions/objlease.$sh"
 done
+"$tmp/host/objlease" completion powershell >"$tmp/extra/completions/objlease.ps1"
 "$tmp/host/objlease" help man >"$tmp/extra/man/objlease.1"
 cp LICENSE README.md CHANGELOG.md "$tmp/extra/"
 # The archive holds no docs/: their links point at the repository, at the
