@@ -26,6 +26,11 @@
 //	    -sbom-dir DIR linux/amd64=BINARY [linux/arm64=BINARY ...]
 //	ociimage docker-archive IN.oci.tar PLATFORM TAG OUT.tar
 //	ociimage check IN.oci.tar SBOM-DIR
+//	ociimage contains A.oci.tar B.oci.tar
+//
+// contains fails unless every platform's image of B is in A, the same
+// manifest (so the same config and layer): how a build of some platforms
+// is compared with a build of all.
 //
 // build also writes each platform's SBOM (the file the image holds) as
 // DIR/objlease_V_image_OS_ARCH.spdx.json.
@@ -78,6 +83,11 @@ func main() {
 			usage()
 		}
 		err = dockerArchive(os.Args[2], os.Args[3], os.Args[4], os.Args[5])
+	case "contains":
+		if len(os.Args) != 4 {
+			usage()
+		}
+		err = contains(os.Args[2], os.Args[3])
 	case "check":
 		if len(os.Args) != 4 {
 			usage()
@@ -95,7 +105,8 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage: ociimage build -version V -revision C -certs FILE -license FILE -out OUT.oci.tar -sbom-dir DIR OS/ARCH=BINARY...
        ociimage docker-archive IN.oci.tar OS/ARCH TAG OUT.tar
-       ociimage check IN.oci.tar SBOM-DIR`)
+       ociimage check IN.oci.tar SBOM-DIR
+       ociimage contains A.oci.tar B.oci.tar`)
 	os.Exit(2)
 }
 
@@ -643,6 +654,43 @@ func check(in, sbomDir string) error {
 		}
 		fmt.Fprintf(os.Stderr, "ociimage: %s ok: %s ELF %s, %d modules as go version -m, manifest %s, %d bytes compressed\n",
 			p, c.Architecture, ef.Machine, len(want), im.manifest.Digest, im.lyrDesc.Size+im.cfgDesc.Size+im.manifest.Size)
+	}
+	return nil
+}
+
+// contains fails unless every platform's image of layout b is in layout
+// a with the same manifest digest, and the blobs it names (manifest,
+// config, layer) are the same bytes in both.
+func contains(a, b string) error {
+	la, err := openLayout(a)
+	if err != nil {
+		return err
+	}
+	lb, err := openLayout(b)
+	if err != nil {
+		return err
+	}
+	ia, err := la.images()
+	if err != nil {
+		return fmt.Errorf("%s: %v", a, err)
+	}
+	ib, err := lb.images()
+	if err != nil {
+		return fmt.Errorf("%s: %v", b, err)
+	}
+	byPlatform := map[string]image{}
+	for _, im := range ia {
+		byPlatform[im.platform()] = im
+	}
+	for _, im := range ib {
+		other, ok := byPlatform[im.platform()]
+		if !ok {
+			return fmt.Errorf("%s has no %s image; %s has", a, im.platform(), b)
+		}
+		if other.manifest.Digest != im.manifest.Digest {
+			return fmt.Errorf("%s image: manifest %s in %s, %s in %s", im.platform(), other.manifest.Digest, a, im.manifest.Digest, b)
+		}
+		fmt.Fprintf(os.Stderr, "ociimage: %s image: manifest %s in both\n", im.platform(), im.manifest.Digest)
 	}
 	return nil
 }
