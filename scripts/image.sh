@@ -23,8 +23,9 @@
 #
 # Usage: scripts/image.sh [TAG]   (default objlease/objlease:VERSION, the
 #                                  newest version in CHANGELOG.md)
-# DOCKER_HOST must reach an engine (scripts/containers.sh engine). Prints
-# the tag on stdout.
+# DOCKER_HOST must reach an engine (scripts/containers.sh engine). Runs
+# the loaded image's `version` and fails unless it names the version.
+# Prints the tag on stdout.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -40,5 +41,14 @@ docker load --quiet -i "$tmp/image.tar" >/dev/null || {
 	echo "image: docker load of the linux/$arch image failed" >&2
 	exit 1
 }
-echo "image: $tag ($(docker image inspect --format '{{.Id}}, {{.Size}} bytes' "$tag"))" >&2
+# It runs, and its binary is the release's.
+got=$(docker run --rm "$tag" version) || {
+	echo "image: docker run --rm $tag version failed" >&2
+	exit 1
+}
+[[ $got == "objlease $version "* ]] || {
+	echo "image: $tag says \"$got\", want objlease $version ..." >&2
+	exit 1
+}
+echo "image: $tag ($(docker image inspect --format '{{.Id}}, {{.Size}} bytes' "$tag")): $got" >&2
 echo "$tag"
