@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs govulncheck (golang.org/x/vuln, pinned below) on every module of the
-# repository (the root, examples/, integration/, k8s/): the known
+# repository (every go.mod but under .cache/ and testdata/): the known
 # vulnerabilities of the Go version and of the required modules that the
 # code can reach. The database is $GOVULNDB (default https://vuln.go.dev;
 # a file:// URL names a copy on disk). govulncheck is installed with go
