@@ -1,10 +1,31 @@
 #!/usr/bin/env bash
-# Builds the objlease container image (see Dockerfile) from the release
-# binary for linux on this machine's architecture, with no registry.
+# Builds the objlease container image for this machine's architecture and
+# loads it into the engine: scripts/release.sh builds the linux release
+# binary and the image layout of the release (scripts/ociimage, for this
+# architecture only: the same manifest as that platform's in the release's
+# multi-platform image), and scripts/ociimage docker-archive turns it into
+# the archive docker load reads (any engine version: Docker 20.10 reads no
+# OCI layout). The engine's image ID is the image config's digest.
+#
+# The image: the static CLI as the entrypoint, user 65532, CA
+# certificates, /etc/passwd and /etc/group, LICENSE, its SBOM at
+# /usr/share/doc/objlease/sbom.spdx.json, and nothing else (no shell, no
+# package manager).
+#
+#   docker run --rm objlease/objlease:v0.1.0 version
+#   docker run -e AWS_ACCESS_KEY_ID -e AWS_SECRET_ACCESS_KEY \
+#     objlease/objlease:v0.1.0 run s3://bucket/jobs/nightly -- /job
+#
+# As PID 1 objlease handles SIGTERM (docker stop) as it does anywhere:
+# run, elect and group join pass it to the command and release the lease
+# once the command has exited. The command runs under a supervisor that is
+# a child subreaper, so what the command leaves behind is reaped there.
 #
 # Usage: scripts/image.sh [TAG]   (default objlease/objlease:VERSION, the
 #                                  newest version in CHANGELOG.md)
-# DOCKER_HOST must reach an engine (scripts/containers.sh engine).
+# DOCKER_HOST must reach an engine (scripts/containers.sh engine). Runs
+# the loaded image's `version` and fails unless it names the version.
+# Prints the tag on stdout.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
@@ -15,26 +36,19 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 OBJLEASE_RELEASE_TARGETS=linux/$arch bash scripts/release.sh "$version" "$tmp/dist"
-tar -xzf "$tmp/dist/objlease_${version}_linux_${arch}.tar.gz" -C "$tmp"
-ctx=$tmp/context
-root=$ctx/rootfs
-mkdir -p "$root/usr/local/bin" "$root/etc/ssl/certs" "$root/home/objlease" "$root/tmp"
-cp Dockerfile "$ctx/"
-cp "$tmp/objlease_${version}_linux_${arch}/objlease" "$root/usr/local/bin/objlease"
-cp "$tmp/objlease_${version}_linux_${arch}/LICENSE" "$root/LICENSE"
-certs=/etc/ssl/certs/ca-certificates.crt
-[[ -f $certs ]] || {
-	echo "image: $certs missing (apt-get install ca-certificates): the image could not reach a store over TLS" >&2
+go run ./scripts/ociimage docker-archive "$tmp/dist/objlease_${version}_image.oci.tar" "linux/$arch" "$tag" "$tmp/image.tar"
+docker load --quiet -i "$tmp/image.tar" >/dev/null || {
+	echo "image: docker load of the linux/$arch image failed" >&2
 	exit 1
 }
-cp "$certs" "$root/etc/ssl/certs/"
-printf 'root:x:0:0:root:/root:/sbin/nologin\nobjlease:x:65532:65532:objlease:/home/objlease:/sbin/nologin\n' >"$root/etc/passwd"
-printf 'root:x:0:\nobjlease:x:65532:\n' >"$root/etc/group"
-chmod 1777 "$root/tmp"
-chown -R 65532:65532 "$root/home/objlease" 2>/dev/null || true
-# The classic builder: FROM scratch needs nothing from a registry, and it
-# ships with every engine (BuildKit's builder is a plugin of its own).
-DOCKER_BUILDKIT=0 docker build --quiet --label "org.opencontainers.image.version=$version" \
-	--label "org.opencontainers.image.licenses=Apache-2.0" -t "$tag" "$ctx" >/dev/null
-echo "image: $tag ($(docker image inspect --format '{{.Size}}' "$tag") bytes)" >&2
+# It runs, and its binary is the release's.
+got=$(docker run --rm "$tag" version) || {
+	echo "image: docker run --rm $tag version failed" >&2
+	exit 1
+}
+[[ $got == "objlease $version "* ]] || {
+	echo "image: $tag says \"$got\", want objlease $version ..." >&2
+	exit 1
+}
+echo "image: $tag ($(docker image inspect --format '{{.Id}}, {{.Size}} bytes' "$tag")): $got" >&2
 echo "$tag"

@@ -4,8 +4,14 @@
 # binary, LICENSE, README.md, CHANGELOG.md (their links to files the
 # archive does not hold made links to the repository at the version's
 # tag), shell completions and the manual page (both printed by the binary
-# itself, from the text of its help), and a SHA-256 checksums file beside
-# them.
+# itself, from the text of its help); beside each archive its SPDX 2.3
+# SBOM (scripts/sbom: the binary, the Go version and every module go
+# version -m lists); the container image for the linux targets as an OCI
+# image layout, one tar holding a multi-platform image (scripts/ociimage,
+# FROM-scratch content, no engine or registry needed), with each
+# platform's SBOM beside it (the same file as the image's
+# /usr/share/doc/objlease/sbom.spdx.json); and a SHA-256 checksums file
+# of them all.
 #
 # Reproducible: the same commit gives the same bytes on any machine with
 # the same Go version (-trimpath, no build ID, no VCS stamp but the
@@ -34,6 +40,10 @@ trap 'rm -rf "$tmp"' EXIT
 rm -rf "$out"
 mkdir -p "$out"
 
+# The tools that write the SBOMs and the image, built once.
+go build -o "$tmp/tools/sbom" ./scripts/sbom
+go build -o "$tmp/tools/ociimage" ./scripts/ociimage
+
 # The completions and the page come from a binary for this machine.
 CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/host/objlease" ./cmd/objlease
 got=$("$tmp/host/objlease" version)
@@ -45,12 +55,14 @@ mkdir -p "$tmp/extra/completions" "$tmp/extra/man"
 for sh in bash zsh fish; do
 	"$tmp/host/objlease" completion "$sh" >"$tmp/extra/completions/objlease.$sh"
 done
+"$tmp/host/objlease" completion powershell >"$tmp/extra/completions/objlease.ps1"
 "$tmp/host/objlease" help man >"$tmp/extra/man/objlease.1"
 cp LICENSE README.md CHANGELOG.md "$tmp/extra/"
 # The archive holds no docs/: their links point at the repository, at the
 # version's tag.
 go run ./scripts/relink "https://github.com/objlease/objlease/blob/$version" "$tmp/extra" README.md CHANGELOG.md
 
+image_binaries=()
 for target in $targets; do
 	os=${target%/*} arch=${target#*/}
 	name=objlease_${version}_${os}_${arch}
@@ -63,11 +75,26 @@ for target in $targets; do
 	ext=tar.gz
 	[[ $os == windows ]] && ext=zip
 	go run ./scripts/archive "$out/$name.$ext" "$stage" "$name"
+	"$tmp/tools/sbom" -name "$name.$ext" -version "$version" -revision "$revision" "$stage/$exe" >"$out/$name.spdx.json"
+	[[ $os == linux ]] && image_binaries+=("$target=$stage/$exe")
 	echo "release: $out/$name.$ext ($(du -k "$stage/$exe" | cut -f1) KiB binary)" >&2
 done
+# The image, for every linux target. Its CA certificates are this
+# machine's (Debian's ca-certificates where there is one); the SBOM says
+# which.
+if [[ ${#image_binaries[@]} -gt 0 ]]; then
+	certs=/etc/ssl/certs/ca-certificates.crt
+	certs_from="the build machine's $certs"
+	if v=$(dpkg-query -W -f='${Version}' ca-certificates 2>/dev/null) && [[ -n $v ]]; then
+		certs_from+=", from the Debian package ca-certificates $v"
+	fi
+	"$tmp/tools/ociimage" build -version "$version" -revision "$revision" -certs "$certs" \
+		-certs-comment "$certs_from" -license LICENSE -out "$out/objlease_${version}_image.oci.tar" \
+		-sbom-dir "$out" "${image_binaries[@]}"
+fi
 (
 	cd "$out"
 	shopt -s nullglob
-	sha256sum -- *.tar.gz *.zip >"objlease_${version}_checksums.txt"
+	sha256sum -- *.tar.gz *.zip *.spdx.json *.oci.tar >"objlease_${version}_checksums.txt"
 )
 echo "release: $out/objlease_${version}_checksums.txt" >&2

@@ -12,18 +12,19 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-const completionDetail = `Prints a completion script for bash, zsh or fish: commands, their
-subcommands (batch put, ...), their flags, URL schemes, and paths after
-file://.
+const completionDetail = `Prints a completion script for bash, zsh, fish or PowerShell: commands,
+their subcommands (batch put, ...), their flags, URL schemes, and paths
+after file://.
 
   source <(objlease completion bash)                                     # bash, e.g. in ~/.bashrc
   objlease completion zsh > "${fpath[1]}/_objlease"                       # zsh
-  objlease completion fish > ~/.config/fish/completions/objlease.fish     # fish`
+  objlease completion fish > ~/.config/fish/completions/objlease.fish     # fish
+  objlease completion powershell | Out-String | Invoke-Expression        # PowerShell, e.g. in $PROFILE`
 
 func (c *cli) completionCmd(fs *flagSet) action {
 	return func(ctx context.Context, pos []string) error {
 		if len(pos) != 1 {
-			return usagef("completion takes one shell: bash, zsh or fish")
+			return usagef("completion takes one shell: bash, zsh, fish or powershell")
 		}
 		var script string
 		switch pos[0] {
@@ -33,8 +34,10 @@ func (c *cli) completionCmd(fs *flagSet) action {
 			script = "#compdef objlease\nautoload -U +X bashcompinit && bashcompinit\n" + c.bashCompletion()
 		case "fish":
 			script = c.fishCompletion()
+		case "powershell":
+			script = c.powershellCompletion()
 		default:
-			return usagef("completion: unknown shell %q (want bash, zsh or fish)", pos[0])
+			return usagef("completion: unknown shell %q (want bash, zsh, fish or powershell)", pos[0])
 		}
 		_, err := io.WriteString(c.stdout, script)
 		return err

@@ -216,7 +216,7 @@ func sortedCopy(s []string) []string {
 // command but bench refuses.
 func TestCompletionOffersNoMem(t *testing.T) {
 	c := &cli{}
-	for shell, script := range map[string]string{"bash": c.bashCompletion(), "fish": c.fishCompletion()} {
+	for shell, script := range map[string]string{"bash": c.bashCompletion(), "fish": c.fishCompletion(), "powershell": c.powershellCompletion()} {
 		if strings.Contains(script, "mem://") || !strings.Contains(script, "s3://") {
 			t.Errorf("%s completion: mem:// offered, or s3:// not", shell)
 		}

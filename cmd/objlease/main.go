@@ -139,7 +139,7 @@ func init() {
 		{name: "bench", args: "[flags] PREFIX-URL", summary: "measure latency, cost, contention and failover on a store", detail: benchDetail, setup: (*cli).benchCmd},
 		{name: benchHolderCmd, hidden: true, setup: (*cli).benchHolderCmd},
 		{name: supervise.Command, hidden: true, setup: (*cli).superviseCmd},
-		{name: "completion", args: "bash|zsh|fish", summary: "print a shell completion script", detail: completionDetail, setup: (*cli).completionCmd, subcommands: []string{"bash", "zsh", "fish"}},
+		{name: "completion", args: "bash|zsh|fish|powershell", summary: "print a shell completion script", detail: completionDetail, setup: (*cli).completionCmd, subcommands: []string{"bash", "zsh", "fish", "powershell"}},
 		{name: "help", args: "[COMMAND|exit-codes|man]", summary: "show this help, or a command's", detail: helpDetail, setup: (*cli).helpCmd},
 		{name: "version", args: "[-o json]", summary: "print the version", detail: versionDetail, setup: (*cli).versionCmd},
 	}

@@ -1,7 +1,7 @@
 //go:build linux && objlease_image
 
-// Package image tests the objlease container image (Dockerfile,
-// scripts/image.sh) in a Docker engine, against the S3 emulator in a
+// Package image tests the objlease container image (scripts/ociimage,
+// loaded by scripts/image.sh) in a Docker engine, against the S3 emulator in a
 // container: run, elect and group join as they run in a Deployment or a
 // Job, stopped by the engine and taken over by a second container.
 //
