@@ -28,6 +28,10 @@ type Client struct {
 	key   string
 	opts  Options
 	log   *slog.Logger
+	// expiry and poll are the rules that judge expiry and time a waiter's
+	// reads, from opts and the store.
+	expiry expiryRule
+	poll   pollRule
 
 	mu sync.Mutex
 	// view is what this client last saw at the key; nil before the first
@@ -108,7 +112,10 @@ func newClient(sess *Session, key string, opts Options) (*Client, error) {
 		key:   key,
 		opts:  opts,
 		log:   opts.Logger.With(slog.String("lease", key), slog.String("holder", opts.Holder)),
+		expiry: expiryRule{drift: opts.DriftBound, storeClock: opts.StoreClock, margin: opts.StoreClockMargin,
+			granularity: store.Properties().TimestampGranularity},
 	}
+	c.poll = pollRule{expiry: c.expiry, ttl: opts.TTL, renew: opts.RenewInterval, poll: opts.PollInterval}
 	entropy.Read(c.salt[:])
 	return c, nil
 }
@@ -290,10 +297,10 @@ func (c *Client) tryAcquire(ctx context.Context) (*Lease, error) {
 		} else if err := c.tokenUnknown(view); err != nil {
 			// With Force, a bad object that nothing shows a token for.
 			return nil, err
-		} else if view.rec == nil && c.forceWait(view, now) > 0 {
+		} else if view.rec == nil && c.expiry.forceWait(view, now) > 0 {
 			// With Force, not a record, and not yet seen unchanged for long.
-			return nil, view.heldBad(c.key, c.forceWait(view, now))
-		} else if view.rec == nil || c.expiresIn(view, now) <= 0 {
+			return nil, view.heldBad(c.key, c.expiry.forceWait(view, now))
+		} else if view.rec == nil || c.expiry.expiresIn(view, now) <= 0 {
 			// Expired, released, or (with Force) a bad object seen unchanged
 			// for its TTL.
 			l, err := c.write(ctx, view)
@@ -302,7 +309,7 @@ func (c *Client) tryAcquire(ctx context.Context) (*Lease, error) {
 			}
 			// Someone else wrote first; look again.
 		} else {
-			return nil, heldError(c.key, view.rec, c.expiresIn(view, c.opts.Clock.Now()))
+			return nil, heldError(c.key, view.rec, c.expiry.expiresIn(view, c.opts.Clock.Now()))
 		}
 		if view, err = c.readForWrite(ctx); err != nil {
 			return nil, err
@@ -522,7 +529,7 @@ func (c *Client) Release(ctx context.Context) (err error) {
 	case o.rec.State == StateReleased:
 		return nil
 	case o.rec.Holder != c.opts.Holder:
-		return heldError(c.key, o.rec, c.expiresIn(o, c.opts.Clock.Now()))
+		return heldError(c.key, o.rec, c.expiry.expiresIn(o, c.opts.Clock.Now()))
 	}
 	next := *o.rec
 	next.Nonce = c.nonce()

@@ -53,10 +53,6 @@ var (
 	// ErrSessionClosed: the client's Session has been closed (see
 	// Session.Close); it sends no more requests.
 	ErrSessionClosed = errors.New("session closed")
-	// ErrNotYet: an attempt given to Await found nothing to act on yet (a
-	// watcher waiting for any leader at all, say). Await tries it again
-	// after the client's PollInterval, with no backoff and no warning.
-	ErrNotYet = errors.New("nothing to act on yet")
 )
 
 // Error is what a lease operation returns when it has more to say than a

@@ -10,30 +10,39 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
+// expiryRule is the expiry rule of one client: the settings it reads, fixed
+// when the client is made (see newClient).
+type expiryRule struct {
+	drift       float64       // Options.DriftBound
+	storeClock  bool          // Options.StoreClock
+	margin      time.Duration // Options.StoreClockMargin
+	granularity time.Duration // the store's timestamp granularity
+}
+
 // observedWait is how much longer, from now, a version first seen at since
 // must be seen unchanged before a writer promising ttl can have stopped
 // relying on it.
-func (c *Client) observedWait(ttl time.Duration, since, now time.Time) time.Duration {
+func (r expiryRule) observedWait(ttl time.Duration, since, now time.Time) time.Duration {
 	if !driftMargin() {
 		return ttl - now.Sub(since)
 	}
-	return time.Duration(float64(ttl)*(1+c.opts.DriftBound)) - now.Sub(since)
+	return time.Duration(float64(ttl)*(1+r.drift)) - now.Sub(since)
 }
 
 // forceWait is how much longer Force must see the bad object of o unchanged
 // before it replaces it: it may be the record of a live holder (a newer
 // objlease's, or one whose token was rewritten), which must keep its time.
-func (c *Client) forceWait(o *observation, now time.Time) time.Duration {
+func (r expiryRule) forceWait(o *observation, now time.Time) time.Duration {
 	if !forceWaits() {
 		return 0
 	}
-	return c.observedWait(o.badTTL, o.since, now)
+	return r.observedWait(o.badTTL, o.since, now)
 }
 
 // expiresIn reports how long, from now, o's record stays unexpired for this
 // client (<= 0: expired or free).
-func (c *Client) expiresIn(o *observation, now time.Time) time.Duration {
-	d, _ := c.expiry(o, now)
+func (r expiryRule) expiresIn(o *observation, now time.Time) time.Duration {
+	d, _ := r.expiry(o, now)
 	return d
 }
 
@@ -42,15 +51,15 @@ func (c *Client) expiresIn(o *observation, now time.Time) time.Duration {
 // store-clock rule decided it rather than the observed rule (the client
 // has seen the same version unchanged for the record's TTL × (1 +
 // DriftBound) on its own clock).
-func (c *Client) expiry(o *observation, now time.Time) (wait time.Duration, byStore bool) {
+func (r expiryRule) expiry(o *observation, now time.Time) (wait time.Duration, byStore bool) {
 	if o.rec == nil || o.rec.State == StateReleased {
 		return 0, false
 	}
 	ttl := o.rec.ttl()
-	wait = c.observedWait(ttl, o.since, now)
-	if c.opts.StoreClock {
-		if age, ok := storeAge(o.attrs, c.opts.StoreClockMargin); ok {
-			if left := c.storeClockLimit(ttl) - age; left < wait {
+	wait = r.observedWait(ttl, o.since, now)
+	if r.storeClock {
+		if age, ok := storeAge(o.attrs, r.margin); ok {
+			if left := r.storeClockLimit(ttl) - age; left < wait {
 				// The store's clock has already seen part (or all) of the
 				// TTL pass since the record was written.
 				return max(left, 0), true
@@ -63,8 +72,8 @@ func (c *Client) expiry(o *observation, now time.Time) (wait time.Duration, bySt
 // storeClockLimit is the store-clock rule's bound: with Options.StoreClock
 // set, a record of ttl has expired once the store's clock shows it older
 // than TTL + the store's timestamp granularity + StoreClockMargin.
-func (c *Client) storeClockLimit(ttl time.Duration) time.Duration {
-	return ttl + c.store.Properties().TimestampGranularity + c.opts.StoreClockMargin
+func (r expiryRule) storeClockLimit(ttl time.Duration) time.Duration {
+	return ttl + r.granularity + r.margin
 }
 
 // Sane store timestamps, for storeAge.

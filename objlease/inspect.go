@@ -60,7 +60,7 @@ func (c *Client) status(o *observation, now time.Time) *Status {
 		st.StoreAge = o.attrs.StoreTime.Sub(o.attrs.LastModified)
 	}
 	if o.rec != nil {
-		in, byStore := c.expiry(o, now)
+		in, byStore := c.expiry.expiry(o, now)
 		st.ExpiresIn, st.ByStoreClock = max(in, 0), byStore
 		st.Expired = o.rec.State == StateHeld && in <= 0
 		if !o.attrs.LastModified.IsZero() && !o.attrs.StoreTime.IsZero() {

@@ -27,7 +27,7 @@ import (
 // reads until the rest agree, falling back to plain polling when only the
 // latest is left. The schedule only chooses when to read: expiry is still
 // judged from when this client first saw the version, and the read at that
-// moment is never delayed (see Client.pollWait).
+// moment is never delayed (see pollRule.wait).
 type phaseTracker struct {
 	period time.Duration
 	base   time.Time  // what sightings' times count from, so that each is 8 bytes
@@ -186,38 +186,44 @@ func (p *storePhase) add(date time.Time, gran time.Duration, sent, got time.Time
 	p.lo, p.hi, p.at, p.known = lo, hi, got, true
 }
 
-// pollWait returns how long Acquire waits after an attempt, sent at sent,
-// that found the lease at c's key held, given plain, the wait of plain
-// polling. Under the observed-time rule: until the read that the renewal
-// phase calls for, and never past the first instant the record could
-// expire for this client, so that no takeover is delayed. With
-// StoreClock, on a store that reports its time: until the store's clock
-// could show the record expired, and no sooner, since beside a live holder
-// that read finds a newer write (one read per TTL at most), and once the
-// holder has died it is the takeover.
-func (c *Client) pollWait(p *phaseTracker, sp *storePhase, sent time.Time, held *Error, plain time.Duration) time.Duration {
-	now := c.opts.Clock.Now()
-	c.mu.Lock()
-	o := c.view
-	c.mu.Unlock()
-	if o == nil || o.rec == nil || o.rec.State != StateHeld || o.rec.Token != held.Record.Token {
+// pollRule is the poll rule of one client: the settings it reads, fixed
+// when the client is made (see newClient).
+type pollRule struct {
+	expiry expiryRule
+	ttl    time.Duration // Options.TTL
+	renew  time.Duration // Options.RenewInterval
+	poll   time.Duration // Options.PollInterval
+}
+
+// wait returns how long a waiter waits after a read, sent at sent and
+// returned at now, that found the lease held with token, given o, the
+// client's view of the record, and plain, the wait of plain polling.
+// Under the observed-time rule: until the read that the renewal phase
+// calls for, and never past the first instant the record could expire for
+// this client, so that no takeover is delayed. With StoreClock, on a store
+// that reports its time: until the store's clock could show the record
+// expired, and no sooner, since beside a live holder that read finds a
+// newer write (one read per TTL at most), and once the holder has died it
+// is the takeover.
+func (r pollRule) wait(p *phaseTracker, sp *storePhase, o *observation, token uint64, sent, now time.Time, plain time.Duration) time.Duration {
+	if o == nil || o.rec == nil || o.rec.State != StateHeld || o.rec.Token != token {
 		p.reset()
 		return plain
 	}
-	expiry := max(c.observedWait(o.rec.ttl(), o.since, now), 0) + time.Millisecond
-	if d, ok := c.storeExpiryRead(o, sp, sent, now); ok {
+	expiry := max(r.expiry.observedWait(o.rec.ttl(), o.since, now), 0) + time.Millisecond
+	if d, ok := r.storeExpiryRead(o, sp, sent, now); ok {
 		p.reset()
 		return min(d, expiry)
 	}
-	period := c.opts.RenewInterval
-	if o.rec.ttl() != c.opts.TTL {
+	period := r.renew
+	if o.rec.ttl() != r.ttl {
 		period = o.rec.ttl() / 3 // the holder's, if it kept the default
 	}
 	// Read just after every k-th renewal, k whole periods within the
 	// poll, so that a release is still seen within one poll; unless plain
 	// polling, at 0.8 to 1 poll, would read less.
-	k := c.opts.PollInterval / period
-	if k < 1 || float64(k*period) < 0.9*float64(c.opts.PollInterval) {
+	k := r.poll / period
+	if k < 1 || float64(k*period) < 0.9*float64(r.poll) {
 		return min(plain, expiry)
 	}
 	if p.base.IsZero() {
@@ -253,19 +259,19 @@ const minStoreStep = 20 * time.Millisecond
 // the takeover comes within a step of the instant the store allows it:
 // beside a live holder each read finds a newer write, so the steps are
 // read only once the holder is gone, and each read narrows the window.
-func (c *Client) storeExpiryRead(o *observation, sp *storePhase, sent, now time.Time) (time.Duration, bool) {
-	if !c.opts.StoreClock {
+func (r pollRule) storeExpiryRead(o *observation, sp *storePhase, sent, now time.Time) (time.Duration, bool) {
+	e := r.expiry
+	if !e.storeClock {
 		return 0, false
 	}
-	if _, ok := storeAge(o.attrs, c.opts.StoreClockMargin); !ok {
+	if _, ok := storeAge(o.attrs, e.margin); !ok {
 		return 0, false
 	}
-	gran := c.store.Properties().TimestampGranularity
-	sp.add(o.attrs.StoreTime, gran, sent, now, c.opts.DriftBound)
+	sp.add(o.attrs.StoreTime, e.granularity, sent, now, e.drift)
 	if !sp.known {
 		return 0, false
 	}
-	x := o.attrs.LastModified.Add(c.storeClockLimit(o.rec.ttl()))
+	x := o.attrs.LastModified.Add(e.storeClockLimit(o.rec.ttl()))
 	earliest, latest := x.Add(-sp.hi), x.Add(-sp.lo)
 	at := earliest
 	if !now.Before(earliest) {

@@ -13,30 +13,20 @@ import (
 	"github.com/objlease/objlease/providers"
 )
 
-// retry decides, for a loop of acquire attempts, whether and when to try
-// again after an error. Its zero value is ready for use. It is how Acquire
-// and every other waiting loop (see Await) treat errors alike.
+// retry decides, for a waiting loop, whether and when to try again after
+// an error. Its zero value is ready for use. It is how Acquire and every
+// other waiting loop (see Await and Watch) treat errors alike.
 type retry struct {
 	failures int // store failures in a row
 }
 
-// next returns how long to wait after err before the next attempt, given
-// poll, the wait while the lease is held, and whether to try again at all.
-// A held lease waits poll, or until its holder's record is due to expire;
-// a race with another writer or throttling waits poll; a store failure
-// waits with backoff from 100 ms up to poll; a permanent error is not
-// retried.
+// next returns how long to wait after err, an attempt's error other than
+// finding the lease held, before the next attempt, given poll, and whether
+// to try again at all. A race with another writer or throttling waits
+// poll; a store failure waits with backoff from 100 ms up to poll; a
+// permanent error is not retried.
 func (r *retry) next(err error, poll time.Duration) (time.Duration, bool) {
-	switch held := heldBy(err); {
-	case held != nil:
-		r.failures = 0
-		if held.Wait < poll {
-			return held.Wait + time.Millisecond, true
-		}
-		return poll, true
-	case errors.Is(err, ErrNotYet):
-		r.failures = 0
-		return poll, true
+	switch {
 	case errors.Is(err, providers.ErrThrottled), errors.Is(err, providers.ErrConflict),
 		errors.Is(err, providers.ErrUnknownOutcome), errors.Is(err, providers.ErrPrecondition):
 		return poll, true

@@ -172,8 +172,7 @@ type Progress struct {
 	// the lease was not seen held).
 	Takeover time.Time
 	// Err is the attempt's error when the lease was not seen held: a store
-	// failure, a race, throttling or ErrNotYet, all of which the loop tries
-	// again.
+	// failure, a race or throttling, all of which the loop tries again.
 	Err error
 	// Next is when, on the client's clock, the loop tries again.
 	Next time.Time
@@ -183,14 +182,15 @@ type Progress struct {
 // error that waiting cannot cure (see IsPermanent), which ends it at once.
 // It is the one waiting loop: Acquire, AcquireFunc, and the waiters built
 // on this package (election, semaphore, shard, the objlease command) all
-// wait in it or on its schedule. attempt's errors decide the schedule: a
-// held lease (an *Error matching ErrHeld) for c's own key is read again on the holder's
-// renewal phase (see Acquire); one for another key, and ErrNotYet, every
-// PollInterval at most; other errors every PollInterval, with backoff
-// while the store keeps failing. After each attempt that does
-// not end the wait, progress, if not nil, is told who holds the lease and
-// when the next attempt comes. When ctx ends, the error wraps its cause
-// and the last attempt's error.
+// wait in it or on its schedule. An attempt that finds the lease held
+// returns an *Error matching ErrHeld, as TryAcquire does: one for c's own
+// key is read again on the holder's renewal phase (see Acquire), one for
+// another key when its Wait ends or after PollInterval, whichever comes
+// first. Other errors are tried again every PollInterval, with backoff
+// while the store keeps failing. After each attempt that does not end the
+// wait, progress, if not nil, is told who holds the lease and when the
+// next attempt comes. When ctx ends, the error wraps its cause and the
+// last attempt's error. To follow the lease without taking it, see Watch.
 func Await[T any](ctx context.Context, c *Client, attempt func(context.Context) (T, error), progress func(Progress)) (T, error) {
 	sch := schedule{c: c}
 	for {
@@ -211,6 +211,42 @@ func Await[T any](ctx context.Context, c *Client, attempt func(context.Context) 
 	}
 }
 
+// Watch reads the lease's record without taking it and calls f with each
+// read's Status, until ctx ends (Watch then returns nil), f returns an
+// error (Watch returns it), or a read fails with an error that waiting
+// cannot cure (see IsPermanent). It reads as a waiter does: while the
+// lease is held, on the holder's renewal phase and at the first instant
+// it could expire for this client; otherwise every PollInterval; with
+// backoff while the store keeps failing, logging the first failure of a
+// streak. f is called from Watch's goroutine, once per read, whether or
+// not the record changed: compare Status.Version, Status.Expired and the
+// record's holder to see a change of holder.
+func (c *Client) Watch(ctx context.Context, f func(*Status) error) error {
+	sch := schedule{c: c}
+	for {
+		sent := c.opts.Clock.Now()
+		st, err := c.Inspect(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var wait time.Duration
+		if err == nil {
+			if err := f(st); err != nil {
+				return err
+			}
+			wait = sch.afterRead(sent, st)
+		} else {
+			var retry bool
+			if wait, retry = sch.afterFailure(err, "reading the lease failed; retrying"); !retry {
+				return err
+			}
+		}
+		if c.wait(ctx, wait) != nil {
+			return nil
+		}
+	}
+}
+
 // schedule decides, for one waiting loop, whether and when to try again:
 // the one place where errors are classified and reads are timed.
 type schedule struct {
@@ -222,24 +258,24 @@ type schedule struct {
 
 // next is how long the loop waits after the failed attempt err, sent at
 // sent, and whether it tries again at all: retry's answer, except that a
-// lease held at c's key is read again on the holder's renewal phase as
-// phaseTracker has learned it, and always at the first instant it could
-// expire for c, under either rule (see Client.pollWait). It logs the first
-// failure of a streak and tells progress.
+// lease held at c's key is read again as afterHeld says. It tells
+// progress.
 func (s *schedule) next(sent time.Time, err error, progress func(Progress)) (time.Duration, bool) {
 	c := s.c
-	wait, retry := s.r.next(err, c.jitter(c.opts.PollInterval))
-	if !retry {
-		return 0, false
-	}
 	held := heldBy(err)
-	if held == nil {
-		s.phase.reset()
-		if s.r.first() {
-			c.log.Warn("acquire attempt failed; retrying", slog.Any("err", err))
+	var wait time.Duration
+	switch {
+	case held == nil:
+		var retry bool
+		if wait, retry = s.afterFailure(err, "acquire attempt failed; retrying"); !retry {
+			return 0, false
 		}
-	} else if held.Key == c.key {
-		wait = c.pollWait(&s.phase, &s.store, sent, held, wait)
+	case held.Key == c.key:
+		s.r.failures = 0
+		wait = s.afterHeld(sent, held.Record.Token, held.Wait)
+	default: // another key's lease (a semaphore's slot, a shard)
+		s.r.failures = 0
+		wait = min(c.jitter(c.opts.PollInterval), held.Wait+time.Millisecond)
 	}
 	if progress != nil {
 		now := c.opts.Clock.Now()
@@ -252,6 +288,45 @@ func (s *schedule) next(sent time.Time, err error, progress func(Progress)) (tim
 		progress(p)
 	}
 	return wait, true
+}
+
+// afterRead is how long Watch waits after a read, sent at sent, that
+// returned st.
+func (s *schedule) afterRead(sent time.Time, st *Status) time.Duration {
+	s.r.failures = 0
+	if r := st.Record; r != nil && r.State == StateHeld && !st.Expired {
+		return s.afterHeld(sent, r.Token, st.ExpiresIn)
+	}
+	s.phase.reset()
+	return s.c.jitter(s.c.opts.PollInterval)
+}
+
+// afterHeld is how long the loop waits after a read, sent at sent, that
+// found c's lease held with token, for expiresIn more: on the holder's
+// renewal phase as phaseTracker has learned it, and never past the first
+// instant the record could expire for c, under either rule (see
+// pollRule.wait).
+func (s *schedule) afterHeld(sent time.Time, token uint64, expiresIn time.Duration) time.Duration {
+	c := s.c
+	plain := min(c.jitter(c.opts.PollInterval), expiresIn+time.Millisecond)
+	c.mu.Lock()
+	o := c.view
+	c.mu.Unlock()
+	return c.poll.wait(&s.phase, &s.store, o, token, sent, c.opts.Clock.Now(), plain)
+}
+
+// afterFailure is how long the loop waits after an attempt or read that
+// failed with err, other than finding the lease held, and whether it
+// tries again at all (see retry.next). It logs the first failure of a
+// streak as msg.
+func (s *schedule) afterFailure(err error, msg string) (time.Duration, bool) {
+	c := s.c
+	s.phase.reset()
+	wait, retry := s.r.next(err, c.jitter(c.opts.PollInterval))
+	if retry && s.r.first() {
+		c.log.Warn(msg, slog.Any("err", err))
+	}
+	return wait, retry
 }
 
 // giveUp is the error a waiting loop returns after the attempt that

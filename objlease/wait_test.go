@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -233,47 +231,6 @@ func TestAcquireFuncHungAttemptsStarveNoRenewal(t *testing.T) {
 		}
 		for _, l := range leases {
 			_ = l.Release(context.Background())
-		}
-	})
-}
-
-// An attempt that finds nothing to act on yet (ErrNotYet) is tried again
-// every PollInterval, less jitter, however long that lasts: no backoff, and
-// no warning, as a store failure would get.
-func TestAwaitNotYet(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		clk := clock.NewFake(epoch)
-		var logs strings.Builder
-		c, err := objlease.New(mem.New(), "k", objlease.Options{
-			TTL: 10 * time.Second, PollInterval: time.Second, Clock: clk,
-			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var at []time.Duration
-		done := make(chan error, 1)
-		go func() {
-			_, err := objlease.Await(t.Context(), c, func(context.Context) (int, error) {
-				if at = append(at, clk.Now().Sub(epoch)); len(at) == 20 {
-					return 1, nil
-				}
-				return 0, objlease.ErrNotYet
-			}, nil)
-			done <- err
-		}()
-		step(clk, 30*time.Second, nil)
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		for i := 1; i < len(at); i++ {
-			// The fake clock moves in steps of 100ms.
-			if gap := at[i] - at[i-1]; gap < 800*time.Millisecond || gap > 1100*time.Millisecond {
-				t.Errorf("attempt %d came %v after the one before, want one PollInterval (1s) less jitter; attempts at %v", i, gap, at)
-			}
-		}
-		if logs.Len() > 0 {
-			t.Errorf("logged while nothing was wrong:\n%s", logs.String())
 		}
 	})
 }

@@ -376,20 +376,13 @@ func (c *cli) electRun(ctx context.Context, e elector, url string, argv []string
 var errElectDone = errors.New("the command ended the campaign")
 
 // listenLeader prints the leader at once and then every change of leader,
-// until ctx ends. It reads in objlease.Await, the one waiting loop: on the
-// leader's renewal phase while a leader holds the lease, every
-// PollInterval otherwise, with backoff while the store fails; an error
-// that waiting cannot cure ends it.
+// until ctx ends. It reads in objlease.Client.Watch: on the leader's
+// renewal phase while a leader holds the lease, every PollInterval
+// otherwise, with backoff while the store fails; an error that waiting
+// cannot cure ends it.
 func (c *cli) listenLeader(ctx context.Context, cl *objlease.Client, asJSON bool) error {
-	lctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
 	var last *leaderEvent
-	var printErr error
-	read := func(ctx context.Context) (struct{}, error) {
-		st, err := cl.Inspect(ctx)
-		if err != nil {
-			return struct{}{}, err
-		}
+	err := cl.Watch(ctx, func(st *objlease.Status) error {
 		ev := leaderOf(st)
 		c.probe.set(func(p *probe) {
 			p.holder, p.token = "", 0
@@ -397,33 +390,19 @@ func (c *cli) listenLeader(ctx context.Context, cl *objlease.Client, asJSON bool
 				p.holder, p.token = ev.Holder, ev.Token
 			}
 		})
-		if last == nil || ev.Event != last.Event || ev.Holder != last.Holder || ev.Token != last.Token {
-			if asJSON {
-				printErr = c.printJSON(ev)
-			} else {
-				printErr = c.printText(ev.text())
-			}
-			if printErr != nil {
-				stop(printErr)
-			}
-			last = &ev
+		if last != nil && ev.Event == last.Event && ev.Holder == last.Holder && ev.Token == last.Token {
+			return nil
 		}
-		if ev.Event == "leader" {
-			// Await reads a held lease again on its holder's renewal phase.
-			return struct{}{}, &objlease.Error{Key: st.Key, Err: objlease.ErrHeld, Record: st.Record, Wait: st.ExpiresIn}
+		last = &ev
+		if asJSON {
+			return c.printJSON(ev)
 		}
-		// No leader: the next change can come at any time.
-		return struct{}{}, objlease.ErrNotYet
-	}
-	_, err := objlease.Await(lctx, cl, read, nil)
-	switch {
-	case printErr != nil:
-		return printErr
-	case ctx.Err() != nil:
-		if _, ok := interrupted(ctx); ok {
-			return nil // the way to stop listening
+		return c.printText(ev.text())
+	})
+	if err == nil && ctx.Err() != nil {
+		if _, ok := interrupted(ctx); !ok {
+			return context.Cause(ctx)
 		}
-		return context.Cause(ctx)
 	}
 	return err
 }

@@ -256,6 +256,30 @@ func Observe(ctx context.Context, c *objlease.Client) (leader Leader, ok bool, e
 	return Leader{Holder: r.Holder, Token: r.Token, Data: r.Data, Self: r.Holder == c.Options().Holder}, true, nil
 }
 
+// Watch follows who leads, without campaigning, as etcd's
+// Election.Observe does: it calls f with the leader at once and then at
+// each change of leader (another holder or another term), with ok false
+// while nobody leads (the lease is free, released or expired for c). It
+// reads in objlease.Client.Watch, on the leader's renewal phase, and
+// returns as that does: nil when ctx ends, f's error, or an error that
+// waiting cannot cure.
+func Watch(ctx context.Context, c *objlease.Client, f func(leader Leader, ok bool) error) error {
+	var last *Leader
+	return c.Watch(ctx, func(st *objlease.Status) error {
+		var l Leader
+		r := st.Record
+		ok := r != nil && r.State == objlease.StateHeld && !st.Expired
+		if ok {
+			l = Leader{Holder: r.Holder, Token: r.Token, Data: r.Data, Self: r.Holder == c.Options().Holder}
+		}
+		if last != nil && last.Holder == l.Holder && last.Token == l.Token {
+			return nil
+		}
+		last = &l
+		return f(l, ok)
+	})
+}
+
 // RunOnce is the short form for serverless jobs: try once to become leader;
 // if another process leads, return an error matching objlease.ErrHeld
 // without running work. Otherwise run work with the lease renewed in the

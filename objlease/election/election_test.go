@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -321,5 +322,66 @@ func TestConcurrentRunRefused(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Watch follows the leaders without campaigning: nobody at first, then
+// each leader once, in order, however many reads see it.
+func TestWatch(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := mem.New()
+	clk := clock.NewFake(epoch)
+	observer, err := objlease.New(store, "leader", objlease.Options{Clock: clk, Holder: "observer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	watched := make(chan error, 1)
+	go func() {
+		watched <- election.Watch(ctx, observer, func(l election.Leader, ok bool) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !ok {
+				seen = append(seen, "nobody")
+			} else {
+				seen = append(seen, fmt.Sprintf("%s/%d", l.Holder, l.Token))
+			}
+			return nil
+		})
+	}()
+	snapshot := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(seen, " ")
+	}
+	// passing lets the observer read a few times more.
+	passing := func(d time.Duration) {
+		t.Helper()
+		end := clk.Now().Add(d)
+		drive(t, clk, "time passing", func() bool { return !clk.Now().Before(end) })
+	}
+	drive(t, clk, "the observer sees nobody", func() bool { return snapshot() == "nobody" })
+	passing(5 * time.Second)
+	var ev1, ev2 events
+	e1 := newElector(t, store, "one", clk, &ev1)
+	done1 := make(chan error, 1)
+	go func() { done1 <- e1.Run(ctx) }()
+	drive(t, clk, "the observer sees one", func() bool { return strings.HasSuffix(snapshot(), "one/1") })
+	passing(10 * time.Second)
+	go newElector(t, store, "two", clk, &ev2).Run(ctx)
+	e1.Resign()
+	if err := <-done1; err != nil {
+		t.Fatal(err)
+	}
+	drive(t, clk, "the observer sees two", func() bool { return strings.HasSuffix(snapshot(), "two/2") })
+	cancel()
+	if err := <-watched; err != nil {
+		t.Fatalf("Watch returned %v once its context ended, want nil", err)
+	}
+	// A release between the two terms may or may not be read.
+	if got := strings.Replace(snapshot(), " nobody two", " two", 1); got != "nobody one/1 two/2" {
+		t.Errorf("the observer saw %q, want nobody, one/1, two/2, each once", snapshot())
 	}
 }
