@@ -30,8 +30,9 @@ type Client struct {
 	log   *slog.Logger
 	// expiry and poll are the rules that judge expiry and time a waiter's
 	// reads, from opts and the store.
-	expiry expiryRule
-	poll   pollRule
+	expiry  expiryRule
+	poll    pollRule
+	metrics leaseMetrics
 
 	mu sync.Mutex
 	// view is what this client last saw at the key; nil before the first
@@ -114,6 +115,7 @@ func newClient(sess *Session, key string, opts Options) (*Client, error) {
 		log:   opts.Logger.With(slog.String("lease", key), slog.String("holder", opts.Holder)),
 		expiry: expiryRule{drift: opts.DriftBound, storeClock: opts.StoreClock, margin: opts.StoreClockMargin,
 			granularity: store.Properties().TimestampGranularity},
+		metrics: newLeaseMetrics(key),
 	}
 	c.poll = pollRule{expiry: c.expiry, ttl: opts.TTL, renew: opts.RenewInterval, poll: opts.PollInterval}
 	entropy.Read(c.salt[:])

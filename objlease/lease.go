@@ -80,7 +80,7 @@ func (c *Client) newLease(ctx context.Context, rec *Record, res providers.WriteR
 		return nil, err
 	}
 	lctx, cancel := context.WithCancelCause(context.Background())
-	c.recordAcquired(rec.Token)
+	c.metrics.acquired(rec.Token)
 	l := &Lease{
 		c: c, ctx: lctx, cancel: cancel, rec: rec, version: res.Version,
 		lastSent: sent, lastAttempt: sent,
@@ -96,13 +96,13 @@ func (c *Client) newLease(ctx context.Context, rec *Record, res providers.WriteR
 		// lease; the record is given back, and the caller may try again.
 		err := fmt.Errorf("%w: lease %q: the acquiring write's reply came after the validity it began had ended", ErrLeaseLost, c.key)
 		cancel(err)
-		c.recordEnded(err)
+		c.metrics.ended(err)
 		c.unwrite(ctx, rec, res.Version)
 		return nil, err
 	}
 	if err := register(l, l.notBefore(sent.Add(c.firstRenewal()))); err != nil {
 		cancel(err)
-		c.recordEnded(ErrReleased)
+		c.metrics.ended(ErrReleased)
 		c.unwrite(ctx, rec, res.Version)
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func (l *Lease) stop(cause error) bool {
 // has it logged off this goroutine (see reporter).
 func (l *Lease) finish(cause error) {
 	l.sched.remove(l)
-	l.c.recordEnded(cause)
+	l.c.metrics.ended(cause)
 	if errors.Is(cause, ErrLeaseLost) {
 		log, token := l.c.log, l.Token()
 		l.c.sess.report.post(func() {
@@ -381,7 +381,7 @@ func (l *Lease) renew(ctx context.Context) (err error) {
 			res, _, err = l.c.putTracked(ctx, &next, v, l.notice)
 		}
 	}
-	l.c.recordRenew(l.c.opts.Clock.Now().Sub(sent), err)
+	l.c.metrics.renewed(l.c.opts.Clock.Now().Sub(sent), err)
 	if errors.Is(err, providers.ErrPrecondition) {
 		l.mu.Lock()
 		valid := l.remaining(l.c.opts.Clock.Now()) > 0

@@ -52,16 +52,21 @@ var meters = func() instruments {
 // usual 5 ms to 1 s finely and keep 2.5 to 30 s apart for the slow tail.
 var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
-func (c *Client) recordAcquired(token uint64) {
-	set := metric.WithAttributes(attribute.String("lease", c.key))
+// leaseMetrics records the measurements of one lease key.
+type leaseMetrics struct{ lease attribute.KeyValue }
+
+func newLeaseMetrics(key string) leaseMetrics { return leaseMetrics{attribute.String("lease", key)} }
+
+func (m leaseMetrics) acquired(token uint64) {
+	set := metric.WithAttributes(m.lease)
 	meters.acquisitions.Add(context.Background(), 1, set)
 	meters.held.Record(context.Background(), 1, set)
 	meters.token.Record(context.Background(), int64(token), set)
 }
 
-func (c *Client) recordEnded(cause error) {
+func (m leaseMetrics) ended(cause error) {
 	ctx := context.Background()
-	meters.held.Record(ctx, 0, metric.WithAttributes(attribute.String("lease", c.key)))
+	meters.held.Record(ctx, 0, metric.WithAttributes(m.lease))
 	if errors.Is(cause, ErrReleased) {
 		return
 	}
@@ -72,15 +77,15 @@ func (c *Client) recordEnded(cause error) {
 	case errors.Is(cause, errReleaseFailed):
 		kind = "release_failed"
 	}
-	meters.losses.Add(ctx, 1, metric.WithAttributes(attribute.String("lease", c.key), attribute.String("cause", kind)))
+	meters.losses.Add(ctx, 1, metric.WithAttributes(m.lease, attribute.String("cause", kind)))
 }
 
-func (c *Client) recordRenew(d time.Duration, err error) {
+func (m leaseMetrics) renewed(d time.Duration, err error) {
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"
 	}
-	meters.renew.Record(context.Background(), d.Seconds(), metric.WithAttributes(attribute.String("lease", c.key), attribute.String("outcome", outcome)))
+	meters.renew.Record(context.Background(), d.Seconds(), metric.WithAttributes(m.lease, attribute.String("outcome", outcome)))
 }
 
 // Internal causes, wrapped inside ErrLeaseLost, that tell losses apart.
