@@ -2,6 +2,7 @@ package objlease_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,4 +68,37 @@ func ExampleClient_AcquireFunc() {
 	}
 	fmt.Println(got["acme: token 1"], got["globex: token 1"], got["initech: token 1"])
 	// Output: true true true
+}
+
+// An observer follows a lease without taking it, reading on the holder's
+// renewal phase while it is held: here it stops at the first read that
+// finds it held.
+func ExampleClient_Watch() {
+	ctx := context.Background()
+	store := mem.New()
+	holder, err := objlease.New(store, "leases/nightly", objlease.Options{Holder: "worker-1"})
+	if err != nil {
+		panic(err)
+	}
+	lease, err := holder.Acquire(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer lease.Release(ctx)
+	observer, err := objlease.New(store, "leases/nightly", objlease.Options{Holder: "dashboard"})
+	if err != nil {
+		panic(err)
+	}
+	errSeen := errors.New("seen")
+	err = observer.Watch(ctx, func(st *objlease.Status) error {
+		if r := st.Record; r != nil && r.State == objlease.StateHeld && !st.Expired {
+			fmt.Printf("held by %s with token %d\n", r.Holder, r.Token)
+			return errSeen
+		}
+		return nil
+	})
+	fmt.Println(errors.Is(err, errSeen))
+	// Output:
+	// held by worker-1 with token 1
+	// true
 }

@@ -72,3 +72,35 @@ func ExampleRunOnce() {
 	// instance-a leads with token 1
 	// instance-b: already running on instance-a
 }
+
+// An observer that never campaigns is told who leads, at once and then at
+// each change of leader.
+func ExampleWatch() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	store := mem.New()
+	holder, err := objlease.New(store, "leader", objlease.Options{Holder: "node-a", Data: []byte("10.0.0.7:8080")})
+	if err != nil {
+		panic(err)
+	}
+	lease, err := holder.Acquire(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer lease.Release(context.Background())
+	observer, err := objlease.New(store, "leader", objlease.Options{Holder: "dashboard"})
+	if err != nil {
+		panic(err)
+	}
+	err = election.Watch(ctx, observer, func(l election.Leader, ok bool) error {
+		if ok {
+			fmt.Printf("leader %s at %s (token %d)\n", l.Holder, l.Data, l.Token)
+			stop() // seen enough: Watch returns nil once ctx ends
+		}
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// leader node-a at 10.0.0.7:8080 (token 1)
+	// <nil>
+}
