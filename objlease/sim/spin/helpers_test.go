@@ -23,6 +23,8 @@ type hooks struct {
 	mu     sync.Mutex
 	before map[string]func() error
 	after  map[string]func(err error) error
+	// beforeReplace, if set, runs before every replace, with its data.
+	beforeReplace func(data []byte)
 }
 
 func newHooks(s providers.Store) *hooks {
@@ -63,6 +65,9 @@ func (h *hooks) Create(ctx context.Context, k string, d []byte, md map[string]st
 }
 
 func (h *hooks) Replace(ctx context.Context, k string, d []byte, md map[string]string, v string) (r providers.WriteResult, err error) {
+	if h.beforeReplace != nil {
+		h.beforeReplace(d)
+	}
 	err = h.do("replace", func() error { r, err = h.Store.Replace(ctx, k, d, md, v); return err })
 	return r, err
 }

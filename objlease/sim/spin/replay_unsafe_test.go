@@ -157,16 +157,15 @@ func replayDriftMargin(t *testing.T) string {
 	// With the margin, c1's reply comes after its validity ended: its
 	// acquisition is lost and its record given back (a replace that must
 	// not wait), and c1 never holds.
+	// The renewal is told from the give-back by what it writes: it may
+	// start before TryAcquire has returned.
 	looked := make(chan struct{})
-	var returned atomic.Bool
-	h.before["replace"] = func() error {
-		if returned.Load() {
+	h.beforeReplace = func(data []byte) {
+		if rec, err := objlease.DecodeRecord(key, data); err == nil && rec.State == objlease.StateHeld {
 			<-looked
 		}
-		return nil
 	}
 	l1, err := c1.TryAcquire(context.Background())
-	returned.Store(true)
 	if errors.Is(err, objlease.ErrLeaseLost) {
 		close(looked)
 		release(l0)
