@@ -39,9 +39,7 @@ func TestAcquireFuncTakesReleasedLease(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		store := newWriteLog(mem.New(), clk)
 		held := holdMany(t, newSession(t, store, clk), 1)[0]
-		c, err := objlease.New(store, held.Key(), objlease.Options{
-			TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: "waiter", Clock: clk,
-		})
+		c, err := newOn(store, held.Key(), objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: "waiter"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +87,7 @@ func TestAcquireFuncEndsWithContext(t *testing.T) {
 		store := mem.New()
 		held := holdMany(t, newSession(t, store, clk), 1)[0]
 		defer held.Release(context.Background())
-		c, err := objlease.New(store, held.Key(), objlease.Options{TTL: 10 * time.Second, Clock: clk})
+		c, err := newOn(store, held.Key(), objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +120,7 @@ func TestAcquireFuncPermanentError(t *testing.T) {
 		if _, err := store.Create(context.Background(), "leases/foreign", []byte("not a lease"), nil); err != nil {
 			t.Fatal(err)
 		}
-		c, err := objlease.New(store, "leases/foreign", objlease.Options{TTL: 10 * time.Second, Clock: clk})
+		c, err := newOn(store, "leases/foreign", objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,10 +242,7 @@ func TestAwaitNotYet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		var logs strings.Builder
-		c, err := objlease.New(mem.New(), "k", objlease.Options{
-			TTL: 10 * time.Second, PollInterval: time.Second, Clock: clk,
-			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		})
+		c, err := newOn(mem.New(), "k", objlease.SessionOptions{Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, objlease.Options{TTL: 10 * time.Second, PollInterval: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
