@@ -71,7 +71,7 @@ func (d *replyDropper) RoundTrip(req *http.Request) (*http.Response, error) {
 // still be reported as the success it was.
 func lostRepliesAtLeaseLevel(t *testing.T, st providers.Store, d *replyDropper, writeMethod, key string) {
 	ctx := context.Background()
-	c, err := objlease.New(st, key, objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Clock: clock.NewFake(time.Now())})
+	c, err := newOn(st, key, objlease.SessionOptions{Clock: clock.NewFake(time.Now())}, objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

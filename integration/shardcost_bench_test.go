@@ -109,9 +109,8 @@ func main() {
 		if err != nil {
 			panic(err)
 		}
-		w, err := shard.New(sess, shard.Config{Prefix: prefix, Member: fmt.Sprintf("m%02d", i), Shards: ids,
-			Options: objlease.Options{TTL: ttl, Logger: log},
-			Work:    func(ctx context.Context, s *shard.Shard) { <-ctx.Done() }})
+		w, err := shard.New(sess, prefix, objlease.Options{TTL: ttl}, shard.Config{Member: fmt.Sprintf("m%02d", i), Shards: ids,
+			Work: func(ctx context.Context, s *shard.Shard) { <-ctx.Done() }})
 		if err != nil {
 			panic(err)
 		}

@@ -30,7 +30,7 @@ var badEpoch = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
 func badClient(t *testing.T, store providers.Store, key, holder string) *objlease.Client {
 	t.Helper()
-	c, err := objlease.New(store, key, objlease.Options{TTL: 10 * time.Second, Holder: holder, Clock: clock.NewFake(badEpoch)})
+	c, err := newOn(store, key, objlease.SessionOptions{Clock: clock.NewFake(badEpoch)}, objlease.Options{TTL: 10 * time.Second, Holder: holder})
 	if err != nil {
 		t.Fatal(err)
 	}

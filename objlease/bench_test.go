@@ -22,7 +22,7 @@ import (
 // clock that never moves keeps background renewal out of the loop.
 func BenchmarkRenew(b *testing.B) {
 	ctx := context.Background()
-	c, err := objlease.New(mem.New(), "jobs/nightly", objlease.Options{Clock: clock.NewFake(epoch)})
+	c, err := newOn(mem.New(), "jobs/nightly", objlease.SessionOptions{Clock: clock.NewFake(epoch)}, objlease.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func BenchmarkRenew(b *testing.B) {
 
 func BenchmarkTryAcquireRelease(b *testing.B) {
 	ctx := context.Background()
-	c, err := objlease.New(mem.New(), "jobs/nightly", objlease.Options{Clock: clock.NewFake(epoch)})
+	c, err := newOn(mem.New(), "jobs/nightly", objlease.SessionOptions{Clock: clock.NewFake(epoch)}, objlease.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func benchWaiters(b *testing.B, shared bool, wait func(ctx context.Context, c *o
 	)
 	store := &getCounter{Store: mem.New()}
 	// The holder's clock never moves: it holds without renewing.
-	holder, err := objlease.New(store, "leases/shared", objlease.Options{TTL: ttl, Clock: clock.NewFake(epoch)})
+	holder, err := newOn(store, "leases/shared", objlease.SessionOptions{Clock: clock.NewFake(epoch)}, objlease.Options{TTL: ttl})
 	if err != nil {
 		b.Fatal(err)
 	}

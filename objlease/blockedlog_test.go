@@ -52,14 +52,14 @@ func TestBlockedLogSinkDelaysNoExpiry(t *testing.T) {
 				store := newWriteLog(mem.New(), clk)
 				sink := blockingHandler{release: make(chan struct{})}
 				defer close(sink.release)
-				sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: clk, Logger: slog.New(sink)})
+				sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: clk, Logger: slog.New(sink), Rand: rand.New(rand.NewPCG(7, 7))})
 				if err != nil {
 					t.Fatal(err)
 				}
 				leases := make([]*objlease.Lease, len(ttls))
 				for i, ttl := range ttls {
 					c, err := sess.Client(fmt.Sprintf("leases/%05d", i), objlease.Options{
-						TTL: ttl, Holder: "h", Rand: rand.New(rand.NewPCG(uint64(i), 7)),
+						TTL: ttl, Holder: "h",
 					})
 					if err != nil {
 						t.Fatal(err)

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/internal/entropy"
+	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -26,7 +28,7 @@ type Client struct {
 	sess  *Session
 	store providers.Store
 	key   string
-	opts  Options
+	opts  settings
 	log   *slog.Logger
 	// expiry and poll are the rules that judge expiry and time a waiter's
 	// reads, from opts and the store.
@@ -83,15 +85,26 @@ func (o *observation) heldBad(key string, wait time.Duration) *Error {
 }
 
 // New returns a Client for the lease at key in store, on a session of its
-// own (see Session) whose clock and logger are opts.Clock and opts.Logger.
-// It validates opts. Clients that hold or await many leases at once
-// should share one Session instead: its scheduler serves them all.
+// own with the default SessionOptions: the real clock, no logs, jitter
+// seeded at random. It validates opts. To choose the clock, the logger or
+// the seed, make a Session (NewSession) and its client (Session.Client).
+// Clients that hold or await many leases at once should share one Session
+// too: its scheduler serves them all.
 func New(store providers.Store, key string, opts Options) (*Client, error) {
-	sess, err := NewSession(store, SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	sess, err := NewSession(store, SessionOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return sess.client(key, opts)
+	return newClient(sess, key, opts)
+}
+
+// settings are what a client runs with: its Options with their defaults,
+// and what its session gives it.
+type settings struct {
+	Options
+	Clock  clock.Clock
+	Logger *slog.Logger
+	Rand   *rand.Rand // the client's own; guarded by Client.rnd
 }
 
 func newClient(sess *Session, key string, opts Options) (*Client, error) {
@@ -111,8 +124,8 @@ func newClient(sess *Session, key string, opts Options) (*Client, error) {
 		sess:  sess,
 		store: store,
 		key:   key,
-		opts:  opts,
-		log:   opts.Logger.With(slog.String("lease", key), slog.String("holder", opts.Holder)),
+		opts:  settings{Options: opts, Clock: sess.clk, Logger: sess.log, Rand: sess.NewRand()},
+		log:   sess.log.With(slog.String("lease", key), slog.String("holder", opts.Holder)),
 		expiry: expiryRule{drift: opts.DriftBound, storeClock: opts.StoreClock, margin: opts.StoreClockMargin,
 			granularity: store.Properties().TimestampGranularity},
 		metrics: newLeaseMetrics(key),
@@ -543,7 +556,11 @@ func (c *Client) Release(ctx context.Context) (err error) {
 }
 
 // Options returns the client's effective options, defaults filled in.
-func (c *Client) Options() Options { return c.opts }
+func (c *Client) Options() Options { return c.opts.Options }
+
+// Session returns the session the client belongs to: its own, for a client
+// from New.
+func (c *Client) Session() *Session { return c.sess }
 
 // wait blocks for d on the client's clock, or until ctx ends.
 func (c *Client) wait(ctx context.Context, d time.Duration) error {

@@ -29,7 +29,7 @@ func holdThenPartition(t *testing.T, holderClock func(*clocktest.Machine) clock.
 	m := clocktest.NewMachine(time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC))
 	clk := holderClock(m)
 	open := func(s providers.Store, key, holder string, ttl time.Duration, c clock.Clock) *objlease.Client {
-		cl, err := objlease.New(s, key, objlease.Options{TTL: ttl, Holder: holder, Clock: c})
+		cl, err := newOn(s, key, objlease.SessionOptions{Clock: c}, objlease.Options{TTL: ttl, Holder: holder})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -90,11 +90,18 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // timings (TTL 10 s, renew every 2 s).
 func newClient(t *testing.T, store providers.Store, holder string, clk *clock.Fake, mod ...func(*objlease.Options)) *objlease.Client {
 	t.Helper()
-	o := objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder, Clock: clk}
+	return newClientOn(t, store, holder, objlease.SessionOptions{Clock: clk}, mod...)
+}
+
+// newClientOn is newClient on a session of its own with so: its clock, and
+// a logger or seed of the test's.
+func newClientOn(t *testing.T, store providers.Store, holder string, so objlease.SessionOptions, mod ...func(*objlease.Options)) *objlease.Client {
+	t.Helper()
+	o := objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder}
 	for _, m := range mod {
 		m(&o)
 	}
-	c, err := objlease.New(store, "jobs/nightly", o)
+	c, err := newOn(store, "jobs/nightly", so, o)
 	if err != nil {
 		t.Fatal(err)
 	}

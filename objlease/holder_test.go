@@ -63,7 +63,7 @@ func TestHolderValidatedEverywhere(t *testing.T) {
 	if _, err := semaphore.New(sess, "slots", 2, objlease.Options{Holder: bad}); !errors.Is(err, objlease.ErrInvalidOptions) || !strings.Contains(err.Error(), "U+000A at byte 6") {
 		t.Errorf("semaphore: %v, want ErrInvalidOptions naming the newline", err)
 	}
-	_, err = shard.New(sess, shard.Config{Prefix: "group", Member: bad, Shards: []string{"a"}, Work: func(context.Context, *shard.Shard) {}})
+	_, err = shard.New(sess, "group", objlease.Options{}, shard.Config{Member: bad, Shards: []string{"a"}, Work: func(context.Context, *shard.Shard) {}})
 	if !errors.Is(err, objlease.ErrInvalidOptions) || !strings.Contains(err.Error(), "U+000A at byte 6") {
 		t.Errorf("shard: %v, want ErrInvalidOptions naming the newline", err)
 	}

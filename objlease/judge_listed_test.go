@@ -40,11 +40,11 @@ func TestJudgeCountsFromTheListing(t *testing.T) {
 	ctx := context.Background()
 	store := mem.New()
 	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	opts := objlease.Options{TTL: 10 * time.Second, DriftBound: 0.1, Clock: clk}
+	opts := objlease.Options{TTL: 10 * time.Second, DriftBound: 0.1}
 	// The holder's clock never moves: it writes once and never renews, as
 	// a holder that died.
 	still := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	holder, err := objlease.New(store, "k", objlease.Options{TTL: 10 * time.Second, DriftBound: 0.1, Clock: still, Holder: "a"})
+	holder, err := newOn(store, "k", objlease.SessionOptions{Clock: still}, objlease.Options{TTL: 10 * time.Second, DriftBound: 0.1, Holder: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestJudgeCountsFromTheListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.Holder = "b"
-	c, err := objlease.New(store, "k", opts)
+	c, err := newOn(store, "k", objlease.SessionOptions{Clock: clk}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestJudgeCountsFromTheListing(t *testing.T) {
 	defer taken.Release(ctx)
 
 	// A new version is a new sighting: the wait starts again.
-	other, err := objlease.New(store, "k", objlease.Options{TTL: 10 * time.Second, DriftBound: 0.1, Clock: clk, Holder: "c"})
+	other, err := newOn(store, "k", objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 10 * time.Second, DriftBound: 0.1, Holder: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}

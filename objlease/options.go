@@ -2,7 +2,6 @@ package objlease
 
 import (
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -11,8 +10,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/objlease/objlease/objlease/clock"
 )
 
 // Defaults for zero Options fields.
@@ -31,7 +28,9 @@ const (
 )
 
 // Options configure a Client. The zero value is usable: every zero field
-// takes its default. New validates the fields together.
+// takes its default. New validates the fields together. The clock, the
+// logger and the source of jitter are the client's session's (see
+// SessionOptions).
 type Options struct {
 	// TTL is how long a lease lasts after each successful write. Default
 	// 30 s. It must be a whole number of milliseconds, because the record
@@ -120,21 +119,6 @@ type Options struct {
 	// token. A named key that does not exist, or that carries no token, is
 	// an error (ErrTokenUnknown): it was named as evidence and gives none.
 	FencedKeys []string
-
-	// Clock is the time source. Default clock.Real(), which counts time
-	// the machine spent suspended and never steps (see package clock). A
-	// clock of one's own is only compared with itself (Sub, Before), and
-	// one that stops while the machine is suspended, as time.Now's
-	// monotonic reading does on Linux, lets a holder wake from a suspend
-	// believing it still holds.
-	Clock clock.Clock
-	// Logger receives structured logs. Default: discard.
-	Logger *slog.Logger
-	// Rand is the source of jitter. Default seeded at random; set it to make
-	// a simulation reproducible. It is used under a lock. It also feeds the
-	// nonces, but they are unique whatever it is seeded with: each Client
-	// mixes in a salt of its own from crypto/rand.
-	Rand *rand.Rand
 }
 
 func (o Options) withDefaults() Options {
@@ -157,19 +141,10 @@ func (o Options) withDefaults() Options {
 		host, _ := os.Hostname()
 		o.Holder = fmt.Sprintf("%s/%d/%04x", host, os.Getpid(), rand.Uint32()&0xffff)
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real()
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
 	if o.MinToken != nil {
 		o.MinToken = new(*o.MinToken) // the caller's variable may change
 	}
 	o.FencedKeys = slices.Clone(o.FencedKeys)
-	if o.Rand == nil {
-		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	}
 	return o
 }
 

@@ -148,9 +148,7 @@ func TestAmbiguousUntilContextEnds(t *testing.T) {
 func TestConflictIsNotLoggedAsUnknownOutcome(t *testing.T) {
 	var logs bytes.Buffer
 	_, hs := newMem()
-	c := newClient(t, hs, "a", clock.NewFake(epoch), func(o *objlease.Options) {
-		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	c := newClientOn(t, hs, "a", objlease.SessionOptions{Clock: clock.NewFake(epoch), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	lostReply(hs, "create", false, providers.ErrConflict)
 	if _, err := c.TryAcquire(context.Background()); err != nil {
 		t.Fatalf("acquire after a conflict: %v", err)

@@ -107,8 +107,8 @@ func runWaiterIn(t *testing.T, seed uint64, ttl, renew time.Duration, writes int
 	h := &scriptedHolder{t: t, store: hs.Store, rec: objlease.Record{
 		Schema: 1, Name: "jobs/nightly", Token: 4, Holder: "holder", State: objlease.StateHeld, TTLMillis: ttl.Milliseconds()}}
 	h.write()
-	c := newClient(t, hs, "contender", clk, func(o *objlease.Options) {
-		o.TTL, o.RenewInterval, o.PollInterval, o.Rand = ttl, renew, cfg.poll, rand.New(rand.NewPCG(seed, 11))
+	c := newClientOn(t, hs, "contender", objlease.SessionOptions{Clock: clk, Rand: rand.New(rand.NewPCG(seed, 11))}, func(o *objlease.Options) {
+		o.TTL, o.RenewInterval, o.PollInterval = ttl, renew, cfg.poll
 		if cfg.storeClock {
 			o.StoreClock, o.StoreClockMargin = true, time.Second
 		}

@@ -54,9 +54,8 @@ func TestRenewalWarningsAreRateLimited(t *testing.T) {
 	_, hs := newMem()
 	clk := clock.NewFake(epoch)
 	logs := &countingHandler{}
-	c := newClient(t, hs, "a", clk, func(o *objlease.Options) {
+	c := newClientOn(t, hs, "a", objlease.SessionOptions{Clock: clk, Logger: slog.New(logs)}, func(o *objlease.Options) {
 		o.TTL = 10 * time.Minute // survives the failing minute
-		o.Logger = slog.New(logs)
 	})
 	l, err := c.TryAcquire(ctx)
 	if err != nil {
@@ -150,7 +149,7 @@ func TestEndedLeaseWarnsNoMoreRetries(t *testing.T) {
 				logs := &countingHandler{}
 				store := &stalledStore{Store: mem.New(), answer: make(chan struct{})}
 				store.stall.Store(1)
-				c := newClient(t, store, "a", clk, func(o *objlease.Options) { o.Logger = slog.New(logs) })
+				c := newClientOn(t, store, "a", objlease.SessionOptions{Clock: clk, Logger: slog.New(logs)})
 				l, err := c.TryAcquire(context.Background())
 				if err != nil {
 					t.Fatal(err)

@@ -144,8 +144,7 @@ func TestNoncesUniqueWhateverTheSeed(t *testing.T) {
 	m := mem.New()
 	var nonces []string
 	for _, key := range []string{"jobs/a", "jobs/b"} {
-		c, err := objlease.New(m, key, objlease.Options{TTL: 10 * time.Second, Holder: "same", Clock: clock.NewFake(epoch),
-			Rand: rand.New(rand.NewPCG(1, 2))})
+		c, err := newOn(m, key, objlease.SessionOptions{Clock: clock.NewFake(epoch), Rand: rand.New(rand.NewPCG(1, 2))}, objlease.Options{TTL: 10 * time.Second, Holder: "same"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,9 +172,10 @@ func sameSeedRace(t *testing.T) {
 	ctx := context.Background()
 	m, hs := newMem()
 	clk := clock.NewFake(epoch)
-	seeded := func(o *objlease.Options) { o.Rand = rand.New(rand.NewPCG(7, 7)) }
-	a := newClient(t, hs, "a", clk, seeded)
-	b := newClient(t, m, "b", clk, seeded)
+	seeded := objlease.SessionOptions{Clock: clk, Rand: rand.New(rand.NewPCG(7, 7))}
+	a := newClientOn(t, hs, "a", seeded)
+	seeded.Rand = rand.New(rand.NewPCG(7, 7))
+	b := newClientOn(t, m, "b", seeded)
 	var lb *objlease.Lease
 	hs.setHooks(func(op, key string) error {
 		if op == "create" && lb == nil {

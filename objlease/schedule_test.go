@@ -86,10 +86,11 @@ func (w *writeLog) times(key string) []write {
 	return slices.Clone(w.writes[key])
 }
 
-// newSession returns a session on store and clk.
+// newSession returns a session on store and clk, whose jitter is seeded
+// alike every run.
 func newSession(t *testing.T, store providers.Store, clk *clock.Fake) *objlease.Session {
 	t.Helper()
-	s, err := objlease.NewSession(store, objlease.SessionOptions{Clock: clk})
+	s, err := objlease.NewSession(store, objlease.SessionOptions{Clock: clk, Rand: rand.New(rand.NewPCG(7, 7))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,14 +98,13 @@ func newSession(t *testing.T, store providers.Store, clk *clock.Fake) *objlease.
 }
 
 // holdMany acquires n leases (keys leases/00 …) in sess, each through a
-// client of its own, seeded by its index.
+// client of its own.
 func holdMany(t *testing.T, sess *objlease.Session, n int) []*objlease.Lease {
 	t.Helper()
 	leases := make([]*objlease.Lease, n)
 	for i := range leases {
 		c, err := sess.Client(fmt.Sprintf("leases/%02d", i), objlease.Options{
 			TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: fmt.Sprintf("h%d", i),
-			Rand: rand.New(rand.NewPCG(uint64(i), 7)),
 		})
 		if err != nil {
 			t.Fatal(err)

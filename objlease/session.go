@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
+	"math/rand/v2"
 	"sync"
 
 	"github.com/objlease/objlease/objlease/clock"
@@ -16,12 +16,24 @@ import (
 // field takes its default.
 type SessionOptions struct {
 	// Clock is the time source of every client, lease and waiter of the
-	// session. Default clock.Real(); see Options.Clock for what a clock
-	// must do.
+	// session. Default clock.Real(), which counts time the machine spent
+	// suspended and never steps (see package clock). A clock of one's own
+	// is only compared with itself (Sub, Before), and one that stops while
+	// the machine is suspended, as time.Now's monotonic reading does on
+	// Linux, lets a holder wake from a suspend believing it still holds.
 	Clock clock.Clock
-	// Logger receives structured logs. It is the default Options.Logger of
-	// the session's clients. Default: discard.
+	// Logger receives the structured logs of the session and its clients.
+	// Default: discard.
 	Logger *slog.Logger
+	// Rand seeds the source of jitter of each of the session's clients.
+	// Default seeded at random; set it to make a simulation reproducible.
+	// A *rand.Rand is not safe for concurrent use, so the session draws
+	// each client's own source from it, under the session's lock, as
+	// Session.Client makes the client: with a fixed seed, clients made in
+	// the same order jitter alike from run to run. It also feeds the
+	// nonces, but they are unique whatever it is seeded with: each Client
+	// mixes in a salt of its own from crypto/rand.
+	Rand *rand.Rand
 }
 
 // A Session shares one store, one clock, one logger and one scheduler
@@ -37,6 +49,8 @@ type Session struct {
 	store providers.Store
 	clk   clock.Clock
 	log   *slog.Logger
+	// rnd seeds each client's own source of jitter; guarded by mu.
+	rnd *rand.Rand
 	// report writes the logs and metrics of background work (see
 	// reporter).
 	report *reporter
@@ -66,44 +80,44 @@ func NewSession(store providers.Store, opts SessionOptions) (*Session, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Rand == nil {
+		opts.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
 	return &Session{
-		store: store, clk: opts.Clock, log: opts.Logger, report: &reporter{log: opts.Logger},
+		store: store, clk: opts.Clock, log: opts.Logger, rnd: opts.Rand, report: &reporter{log: opts.Logger},
 		leases: map[*Lease]struct{}{}, waiters: map[*waiter]struct{}{},
 	}, nil
 }
 
 // Client returns a client for the lease at key in the session's store. It
-// validates opts. The session's clock is the client's: Options.Clock must
-// be nil or the session's own (SessionOptions.Clock), so that options a
-// session was built from can be passed on as they are. Options.Logger
-// defaults to the session's logger. The client's Options report the
-// store's clock and logger, which is how a recipe built on a session
-// finds them.
+// validates opts. The client runs on the session's clock, logs to the
+// session's logger, and jitters from a source of its own drawn from the
+// session's (see SessionOptions.Rand).
 func (s *Session) Client(key string, opts Options) (*Client, error) {
-	if opts.Clock != nil && !sameClock(opts.Clock, s.clk) {
-		return nil, fmt.Errorf("lease %q: %w: Options.Clock is not the session's: a session's clients use the session's clock (SessionOptions.Clock)", key, ErrInvalidOptions)
-	}
 	if err := s.err(key); err != nil {
 		return nil, err
 	}
-	return s.client(key, opts)
-}
-
-// sameClock reports whether a and b are the same clock, without panicking
-// on a clock type that cannot be compared.
-func sameClock(a, b clock.Clock) bool {
-	if t := reflect.TypeOf(a); t != reflect.TypeOf(b) || !t.Comparable() {
-		return false
-	}
-	return a == b
-}
-
-func (s *Session) client(key string, opts Options) (*Client, error) {
-	opts.Clock = s.clk
-	if opts.Logger == nil {
-		opts.Logger = s.log
-	}
 	return newClient(s, key, opts)
+}
+
+// Clock returns the session's clock (SessionOptions.Clock, or its
+// default), which its clients, leases and waiters run on.
+func (s *Session) Clock() clock.Clock { return s.clk }
+
+// Logger returns the session's logger (SessionOptions.Logger, or its
+// default, which discards).
+func (s *Session) Logger() *slog.Logger { return s.log }
+
+// NewRand returns a new source of randomness seeded from the session's
+// (SessionOptions.Rand), under the session's lock: each client gets one
+// for its jitter, and a recipe built on the session (a semaphore choosing
+// its first slot, a shard worker spreading its scans) takes one for its
+// own draws, so that a fixed seed makes a run reproducible. The source is
+// the caller's own: a *rand.Rand is not safe for concurrent use.
+func (s *Session) NewRand() *rand.Rand {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return rand.New(rand.NewPCG(s.rnd.Uint64(), s.rnd.Uint64()))
 }
 
 // Close ends the session: it releases every lease the session holds (their

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -45,7 +47,7 @@ func TestSessionCloseReleasesAndRefuses(t *testing.T) {
 			if err := l.Err(); !errors.Is(err, objlease.ErrReleased) {
 				t.Errorf("lease %d: Err() = %v after Close, want ErrReleased", i, err)
 			}
-			other, err := objlease.New(store, l.Key(), objlease.Options{TTL: 10 * time.Second, Clock: clk, Holder: "next"})
+			other, err := newOn(store, l.Key(), objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 10 * time.Second, Holder: "next"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,37 +125,70 @@ func TestSessionCloseEndsLeaseItCannotRelease(t *testing.T) {
 	})
 }
 
-// Clients of one session share its clock; a clock of their own would
-// measure expiry on another time line, so it is refused.
-func TestSessionClientRefusesOwnClock(t *testing.T) {
-	sess, err := objlease.NewSession(mem.New(), objlease.SessionOptions{Clock: clock.NewFake(epoch)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = sess.Client("leases/a", objlease.Options{Clock: clock.NewFake(epoch)})
-	if !errors.Is(err, objlease.ErrInvalidOptions) {
-		t.Fatalf("Client with its own clock: %v, want ErrInvalidOptions", err)
-	}
+// Clients of one session run on its clock and log to its logger, which
+// the session reports to the recipes built on it.
+func TestSessionClientsRunOnSessionClock(t *testing.T) {
 	if _, err := objlease.NewSession(nil, objlease.SessionOptions{}); !errors.Is(err, objlease.ErrInvalidOptions) {
 		t.Fatalf("NewSession(nil): %v, want ErrInvalidOptions", err)
 	}
-}
-
-// The options a session was built from can be passed on to its clients as
-// they are: the session's own clock is accepted.
-func TestSessionClientAcceptsSessionClock(t *testing.T) {
 	clk := clock.NewFake(epoch)
-	sess, err := objlease.NewSession(mem.New(), objlease.SessionOptions{Clock: clk})
+	log := slog.New(slog.DiscardHandler)
+	sess, err := objlease.NewSession(mem.New(), objlease.SessionOptions{Clock: clk, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sess.Close(context.Background()) })
-	c, err := sess.Client("leases/a", objlease.Options{Clock: clk})
+	c, err := sess.Client("leases/a", objlease.Options{})
 	if err != nil {
-		t.Fatalf("Client with the session's clock: %v", err)
+		t.Fatal(err)
 	}
-	if c.Options().Clock != clk {
-		t.Fatalf("client's clock is not the session's")
+	if c.Session() != sess || sess.Clock() != clk || sess.Logger() != log {
+		t.Fatalf("client's session, clock or logger is not the session's")
+	}
+	own, err := objlease.New(mem.New(), "leases/a", objlease.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.Session() == nil || own.Session() == sess || own.Session().Clock() == nil || own.Session().Logger() == nil {
+		t.Fatalf("a client from New has no session of its own with defaults")
+	}
+}
+
+// A session's seed makes its clients' jitter reproducible: two sessions
+// seeded alike renew the leases of clients made in the same order at the
+// same instants, each client with a source of its own.
+func TestSessionSeedMakesJitterReproducible(t *testing.T) {
+	renewals := func(seed uint64) []time.Duration {
+		var at []time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			clk := clock.NewFake(epoch)
+			store := newWriteLog(mem.New(), clk)
+			sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: clk, Rand: rand.New(rand.NewPCG(seed, 1))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close(context.Background())
+			holdMany(t, sess, 8)
+			step(clk, 5*time.Second, nil)
+			for i := range 8 {
+				w := store.times(fmt.Sprintf("leases/%02d", i))
+				if len(w) < 2 {
+					t.Fatalf("lease %d: %d writes in 5 s, want a renewal", i, len(w))
+				}
+				at = append(at, w[1].at)
+			}
+		})
+		return at
+	}
+	a, b, other := renewals(1), renewals(1), renewals(2)
+	if !slices.Equal(a, b) {
+		t.Fatalf("first renewals with one seed: %v, then %v", a, b)
+	}
+	if slices.Equal(a, other) {
+		t.Fatalf("first renewals with seeds 1 and 2 alike: %v", a)
+	}
+	if slices.Equal(a[:4], a[4:]) {
+		t.Fatalf("first renewals repeat from client to client: %v", a)
 	}
 }
 
@@ -260,7 +295,6 @@ func TestSessionCloseRacingAcquisitionsLeavesNothingHeld(t *testing.T) {
 			for i := range keys {
 				c, err := sess.Client(fmt.Sprintf("leases/%02d", i), objlease.Options{
 					TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: fmt.Sprintf("h%d", i),
-					Rand: rand.New(rand.NewPCG(uint64(i), 7)),
 				})
 				if err != nil {
 					t.Fatal(err)

@@ -111,7 +111,7 @@ func TestAcquireRetriesAnUnreachableStoreWithBackoff(t *testing.T) {
 	}, nil)
 	clk := clock.NewFake(epoch)
 	w := &warnings{}
-	c := newClient(t, hs, "a", clk, func(o *objlease.Options) { o.Logger = slog.New(w) })
+	c := newClientOn(t, hs, "a", objlease.SessionOptions{Clock: clk, Logger: slog.New(w)})
 	done := make(chan error, 1)
 	go func() {
 		l, err := c.Acquire(context.Background())

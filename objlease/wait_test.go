@@ -37,9 +37,7 @@ func TestAcquireFuncTakesReleasedLease(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		store := newWriteLog(mem.New(), clk)
 		held := holdMany(t, newSession(t, store, clk), 1)[0]
-		c, err := objlease.New(store, held.Key(), objlease.Options{
-			TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: "waiter", Clock: clk,
-		})
+		c, err := newOn(store, held.Key(), objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: "waiter"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +85,7 @@ func TestAcquireFuncEndsWithContext(t *testing.T) {
 		store := mem.New()
 		held := holdMany(t, newSession(t, store, clk), 1)[0]
 		defer held.Release(context.Background())
-		c, err := objlease.New(store, held.Key(), objlease.Options{TTL: 10 * time.Second, Clock: clk})
+		c, err := newOn(store, held.Key(), objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +118,7 @@ func TestAcquireFuncPermanentError(t *testing.T) {
 		if _, err := store.Create(context.Background(), "leases/foreign", []byte("not a lease"), nil); err != nil {
 			t.Fatal(err)
 		}
-		c, err := objlease.New(store, "leases/foreign", objlease.Options{TTL: 10 * time.Second, Clock: clk})
+		c, err := newOn(store, "leases/foreign", objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

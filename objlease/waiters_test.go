@@ -102,8 +102,7 @@ var waiters = []aWaiter{
 		return done
 	}},
 	{"shard.Worker.Run", []string{shard.MemberKey("group", "waiter")}, func(t *testing.T, ctx context.Context, store providers.Store, clk *clock.Fake) <-chan error {
-		w, err := shard.New(newSession(t, store, clk), shard.Config{Prefix: "group", Member: "waiter", Shards: []string{"a"},
-			Options: objlease.Options{TTL: 10 * time.Second}, Work: func(context.Context, *shard.Shard) {}})
+		w, err := shard.New(newSession(t, store, clk), "group", objlease.Options{TTL: 10 * time.Second}, shard.Config{Member: "waiter", Shards: []string{"a"}, Work: func(context.Context, *shard.Shard) {}})
 		if err != nil {
 			t.Fatal(err)
 		}

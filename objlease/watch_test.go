@@ -45,10 +45,8 @@ func TestWatchFreeKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		var logs strings.Builder
-		c, err := objlease.New(mem.New(), "k", objlease.Options{
-			TTL: 10 * time.Second, PollInterval: time.Second, Clock: clk,
-			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		})
+		c, err := newOn(mem.New(), "k", objlease.SessionOptions{Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+			objlease.Options{TTL: 10 * time.Second, PollInterval: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

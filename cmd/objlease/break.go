@@ -44,7 +44,7 @@ func (c *cli) breakCmd(fs *flagSet) action {
 		// The library's own "lease broken" message names this process as
 		// the holder; say instead whose lease it was.
 		lf.holder = "objlease-break"
-		cl, err := c.clientWith(ctx, &lf, url, func(o *objlease.Options) { o.Logger = nil })
+		cl, err := c.clientWith(ctx, &lf, url, nil, nil)
 		if err != nil {
 			return opErr("break", url, err)
 		}

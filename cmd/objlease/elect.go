@@ -147,7 +147,7 @@ func (c *cli) electCmd(fs *flagSet) action {
 			})
 		}
 		if *listen {
-			cl, err := c.clientWith(ctx, &lf, url, func(opts *objlease.Options) {
+			cl, err := c.clientWith(ctx, &lf, url, c.log, func(opts *objlease.Options) {
 				if opts.Holder == "" {
 					opts.Holder = "objlease-listen" // never written
 				}

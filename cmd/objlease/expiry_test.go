@@ -187,7 +187,7 @@ func TestPollUpToTTL(t *testing.T) {
 		{time.Minute, 6 * time.Second},
 	} {
 		lf := leaseFlags{ttl: 6 * time.Second, poll: tc.poll}
-		if got := lf.options(nil).PollInterval; got != tc.want {
+		if got := lf.options().PollInterval; got != tc.want {
 			t.Errorf("--poll %v at TTL 6s: PollInterval %v, want %v", tc.poll, got, tc.want)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"regexp"
 	"slices"
@@ -225,8 +224,8 @@ func (lf *leaseFlags) addPoll(fs *flagSet, def time.Duration, usage string) {
 }
 
 // options are the lease options the flags give.
-func (lf *leaseFlags) options(log *slog.Logger) objlease.Options {
-	o := objlease.Options{TTL: lf.ttl, Holder: lf.holder, DriftBound: lf.drift, Force: lf.force, Logger: log,
+func (lf *leaseFlags) options() objlease.Options {
+	o := objlease.Options{TTL: lf.ttl, Holder: lf.holder, DriftBound: lf.drift, Force: lf.force,
 		MinToken: lf.minToken, FencedKeys: lf.fenced}
 	if lf.storeClock {
 		o.StoreClock = true

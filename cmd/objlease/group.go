@@ -174,7 +174,7 @@ func (c *cli) groupDefine(ctx context.Context, lf *leaseFlags, url string, ids [
 		return opErr("group define", url, err)
 	}
 	defer store.Close()
-	return opErr("group define", url, shard.Define(ctx, store, prefix, lf.options(c.log), ids...))
+	return opErr("group define", url, shard.Define(ctx, store, prefix, lf.options(), ids...))
 }
 
 // groupShow prints the group at url.

@@ -40,7 +40,7 @@ func (c *cli) groupJoin(ctx context.Context, lf *leaseFlags, url string, argv []
 	if err != nil {
 		return opErr("group join", url, err)
 	}
-	w, err := shard.New(sess, shard.Config{Prefix: prefix, Member: lf.holder, Options: opts,
+	w, err := shard.New(sess, prefix, opts, shard.Config{Member: lf.holder,
 		Work: func(ctx context.Context, s *shard.Shard) { c.shardWork(ctx, url, s, argv, grace) }})
 	if err != nil {
 		return opErr("group join", url, err)

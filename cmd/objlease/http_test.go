@@ -439,7 +439,7 @@ func (c *resumedClock) Now() time.Time { return c.Fake.Now().Add(time.Duration(c
 func TestProbeHeldEndsWithValidity(t *testing.T) {
 	ctx := context.Background()
 	clk := &resumedClock{Fake: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
-	cl, err := objlease.New(mem.New(), "k", objlease.Options{TTL: 10 * time.Second, Holder: "alice", Clock: clk})
+	cl, err := newOn(mem.New(), "k", objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 10 * time.Second, Holder: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}

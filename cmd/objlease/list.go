@@ -182,7 +182,7 @@ func ageClock(st *objlease.Status) string {
 // options lf gives judges it (Client.Judge): the one expiry rule, the one
 // inspect and every waiter apply.
 func (c *cli) judged(store providers.Store, lf *leaseFlags, key string, r *objlease.Record, a providers.Attrs) (*listing, error) {
-	cl, err := objlease.New(store, key, lf.options(c.log))
+	cl, err := newClient(store, key, lf.options(), objlease.SessionOptions{Logger: c.log})
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ func TestLostLeaseNamesWhatHappened(t *testing.T) {
 	ctx := context.Background()
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	client := func(t *testing.T, store providers.Store, holder string, clk *clock.Fake, force bool) *objlease.Client {
-		c, err := objlease.New(store, "job", objlease.Options{TTL: 10 * time.Second, Holder: holder, Clock: clk, Force: force})
+		c, err := newOn(store, "job", objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 10 * time.Second, Holder: holder, Force: force})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -260,11 +260,11 @@ func (c *cli) tickClient(ctx context.Context, lf *leaseFlags, rawURL string) (*o
 		}
 		return nil, err
 	}
-	opts := lf.options(c.log)
+	opts := lf.options()
 	if floor > 0 && (opts.MinToken == nil || *opts.MinToken < floor) {
 		opts.MinToken = &floor
 	}
-	cl, err := objlease.New(store, key, opts)
+	cl, err := newClient(store, key, opts, objlease.SessionOptions{Logger: c.log})
 	if err != nil {
 		store.Close()
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -66,21 +67,21 @@ func (c *cli) openAny(ctx context.Context, rawURL string, wantKey bool, opts pro
 // client opens the lease at rawURL with the options the flags give. The
 // caller closes cl.Store().
 func (c *cli) client(ctx context.Context, lf *leaseFlags, rawURL string) (*objlease.Client, error) {
-	return c.clientWith(ctx, lf, rawURL, nil)
+	return c.clientWith(ctx, lf, rawURL, c.log, nil)
 }
 
 // clientWith is client with the options the flags give changed by adjust,
-// if not nil.
-func (c *cli) clientWith(ctx context.Context, lf *leaseFlags, rawURL string, adjust func(*objlease.Options)) (*objlease.Client, error) {
+// if not nil, on a session that logs to log (nil: nowhere).
+func (c *cli) clientWith(ctx context.Context, lf *leaseFlags, rawURL string, log *slog.Logger, adjust func(*objlease.Options)) (*objlease.Client, error) {
 	store, key, err := c.open(ctx, rawURL, true)
 	if err != nil {
 		return nil, err
 	}
-	opts := lf.options(c.log)
+	opts := lf.options()
 	if adjust != nil {
 		adjust(&opts)
 	}
-	cl, err := objlease.New(store, key, opts)
+	cl, err := newClient(store, key, opts, objlease.SessionOptions{Logger: log})
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -88,16 +89,26 @@ func (c *cli) clientWith(ctx context.Context, lf *leaseFlags, rawURL string, adj
 	return cl, nil
 }
 
-// session starts a session on store with the options the flags give, and
-// returns the options for its leases (whose clock is the session's).
+// session starts a session on store that logs to the command's logger,
+// and returns the options the flags give for its leases.
 func (c *cli) session(store providers.Store, lf *leaseFlags) (*objlease.Session, objlease.Options, error) {
-	opts := lf.options(c.log)
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	opts := lf.options()
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{Logger: c.log})
 	if err != nil {
 		return nil, opts, err
 	}
-	opts.Clock = nil
 	return sess, opts, nil
+}
+
+// newClient returns a client for key in store with opts, on a session of
+// its own with sopts (as objlease.New, which takes the default
+// SessionOptions).
+func newClient(store providers.Store, key string, opts objlease.Options, sopts objlease.SessionOptions) (*objlease.Client, error) {
+	sess, err := objlease.NewSession(store, sopts)
+	if err != nil {
+		return nil, err
+	}
+	return sess.Client(key, opts)
 }
 
 // inProcess refuses a mem:// URL. Its store lives in the process that

@@ -304,7 +304,7 @@ func (c *cli) watchCmd(fs *flagSet) action {
 		if !isPrefix && c.isDirectory(ctx, store, url, key) {
 			key, isPrefix = key+"/", true
 		}
-		w := newWatcher(c, store, key, newTracker(*renewals, isPrefix), clock.Real(), lf.options(c.log), *asJSON)
+		w := newWatcher(c, store, key, newTracker(*renewals, isPrefix), clock.Real(), lf.options(), *asJSON)
 		err = w.run(ctx, poll)
 		if _, ok := interrupted(ctx); ok {
 			return nil // the way to stop watching
@@ -347,7 +347,7 @@ type watcher struct {
 // newWatcher returns a watcher whose Clients read with opts (drift and
 // store-clock rule) on clk.
 func newWatcher(c *cli, store providers.Store, key string, t *tracker, clk clock.Clock, opts objlease.Options, asJSON bool) *watcher {
-	opts.Clock, opts.Holder = clk, "objlease-watch"
+	opts.Holder = "objlease-watch"
 	return &watcher{c: c, store: store, key: key, t: t, clock: clk, opts: opts, asJSON: asJSON, clients: map[string]*objlease.Client{}}
 }
 
@@ -357,7 +357,7 @@ func (w *watcher) client(key string, fresh bool) (*objlease.Client, error) {
 	if cl, ok := w.clients[key]; ok && !fresh {
 		return cl, nil
 	}
-	cl, err := objlease.New(w.store, key, w.opts)
+	cl, err := newClient(w.store, key, w.opts, objlease.SessionOptions{Clock: w.clock, Logger: w.c.log})
 	if err != nil {
 		return nil, err
 	}

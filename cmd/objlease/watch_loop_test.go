@@ -130,7 +130,7 @@ type holder struct {
 func newHolder(t *testing.T, store providers.Store, key, name string) *holder {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c, err := objlease.New(store, key, objlease.Options{Holder: name, TTL: 10 * time.Second, Clock: clk})
+	c, err := newOn(store, key, objlease.SessionOptions{Clock: clk}, objlease.Options{Holder: name, TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,11 +32,12 @@ type Elector struct {
 var _ gocron.Elector = (*Elector)(nil)
 
 // NewElector starts campaigning for the lease at key in store, with opts
-// (objlease.Options: TTL, Holder, Logger, Clock...; the same for every
-// scheduler), until Close. ctx bounds the campaign: once it ends the
+// (objlease.Options: TTL, Holder...; the same for every scheduler), until
+// Close. It runs on a session of its own, with the default
+// objlease.SessionOptions (the real clock, no logs). ctx bounds the campaign: once it ends the
 // Elector steps down, as Close does, releasing the lease.
 func NewElector(ctx context.Context, store providers.Store, key string, opts objlease.Options) (*Elector, error) {
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func NewElector(ctx context.Context, store providers.Store, key string, opts obj
 	if err != nil {
 		return nil, err
 	}
-	e.log, e.retry = c.Options().Logger, c.Options().TTL
+	e.log, e.retry = sess.Logger(), c.Options().TTL
 	ctx, e.cancel = context.WithCancel(ctx)
 	go e.campaign(ctx)
 	return e, nil

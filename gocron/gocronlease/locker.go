@@ -56,8 +56,9 @@ type Locker struct {
 var _ gocron.Locker = (*Locker)(nil)
 
 // NewLocker returns a Locker whose leases are in store, taken with opts
-// (TTL, Holder, Logger, Clock...; the lease is renewed in the background
-// for as long as the run lasts). It sends no request.
+// (TTL, Holder...; the lease is renewed in the background for as long as
+// the run lasts), on a session of its own with the default
+// objlease.SessionOptions (the real clock, no logs). It sends no request.
 func NewLocker(store providers.Store, opts objlease.Options, cfg LockerConfig) (*Locker, error) {
 	if cfg.Period < 0 {
 		return nil, fmt.Errorf("%w: gocronlease: period %v is negative", objlease.ErrInvalidOptions, cfg.Period)
@@ -67,7 +68,7 @@ func NewLocker(store providers.Store, opts objlease.Options, cfg LockerConfig) (
 			return nil, fmt.Errorf("%w: gocronlease: period %v of job %q is negative", objlease.ErrInvalidOptions, p, name)
 		}
 	}
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func NewLocker(store providers.Store, opts objlease.Options, cfg LockerConfig) (
 	}
 	return &Locker{
 		store: store, sess: sess, opts: opts, cfg: cfg,
-		log: c.Options().Logger, ttl: c.Options().TTL,
+		log: sess.Logger(), ttl: c.Options().TTL,
 		clients: map[string]*objlease.Client{},
 		running: map[string]*run{},
 		byCtx:   map[context.Context]*run{},

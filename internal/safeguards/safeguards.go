@@ -22,8 +22,8 @@ var (
 	// NonceCheck: a write whose outcome is unknown is resolved by reading
 	// back its nonce. Off: it is assumed to have landed.
 	NonceCheck atomic.Bool
-	// UniqueNonces: nonces are unique whatever Options.Rand is seeded with.
-	// Off: they come from Options.Rand alone.
+	// UniqueNonces: nonces are unique whatever SessionOptions.Rand is
+	// seeded with. Off: they come from the client's seeded source alone.
 	UniqueNonces atomic.Bool
 	// OwnWriteCheck: a write is recognised as this holder's own only by its
 	// holder and its nonce, and a holder only ever replaces a record that

@@ -103,7 +103,7 @@ func New(sess *objlease.Session, key string, opts objlease.Options, cfg Config) 
 	if err != nil {
 		return nil, err
 	}
-	return &Elector{client: c, cfg: cfg, log: c.Options().Logger}, nil
+	return &Elector{client: c, cfg: cfg, log: sess.Logger()}, nil
 }
 
 // Run campaigns until ctx ends or Resign is called. It waits for the

@@ -134,7 +134,7 @@ func TestRunOnceEndsWorkBeforeRelease(t *testing.T) {
 	var ended []bool
 	store := &releaseWatch{Store: mem.New()}
 	store.onRelease = func() { ended = append(ended, workCtx.Err() != nil) }
-	c, err := objlease.New(store, "cron", objlease.Options{TTL: 10 * time.Second, Holder: "a", Clock: clock.NewFake(epoch)})
+	c, err := newOn(store, "cron", objlease.SessionOptions{Clock: clock.NewFake(epoch)}, objlease.Options{TTL: 10 * time.Second, Holder: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

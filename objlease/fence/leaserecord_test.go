@@ -20,7 +20,7 @@ func TestManifestLeaseRecordRefused(t *testing.T) {
 	ctx := context.Background()
 	s := mem.New()
 	key := "out/_objlease/manifest.json"
-	c, err := objlease.New(s, key, objlease.Options{TTL: 10 * time.Second, Holder: "h", Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+	c, err := newOn(s, key, objlease.SessionOptions{Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}, objlease.Options{TTL: 10 * time.Second, Holder: "h"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestHandDeletedLeaseRecord(t *testing.T) {
 	ctx := context.Background()
 	s := mem.New()
 	newClient := func(holder string) *objlease.Client {
-		c, err := objlease.New(s, "lease", objlease.Options{TTL: 10 * time.Second, Holder: holder, Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+		c, err := newOn(s, "lease", objlease.SessionOptions{Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}, objlease.Options{TTL: 10 * time.Second, Holder: holder})
 		if err != nil {
 			t.Fatal(err)
 		}

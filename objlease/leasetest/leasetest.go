@@ -38,7 +38,11 @@ func Run(t *testing.T, cfg Config) {
 	store, prefix := cfg.Store, cfg.Prefix
 	newClient := func(t *testing.T, s providers.Store, key, holder string, clk clock.Clock) *objlease.Client {
 		t.Helper()
-		c, err := objlease.New(s, prefix+key, objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder, Clock: clk})
+		sess, err := objlease.NewSession(s, objlease.SessionOptions{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := sess.Client(prefix+key, objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,19 +24,18 @@ const prefix = "pools/render"
 // timings (TTL 10 s, renew every 2 s).
 func newSem(t *testing.T, store providers.Store, n int, holder string, clk clock.Clock, mod ...func(*objlease.Options)) *semaphore.Semaphore {
 	t.Helper()
-	o := objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder, Clock: clk,
-		Rand: rand.New(rand.NewPCG(seed(holder), 1))}
+	o := objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder}
 	for _, m := range mod {
 		m(&o)
 	}
-	return newSemOpts(t, store, prefix, n, o)
+	return newSemOpts(t, store, objlease.SessionOptions{Clock: clk, Rand: rand.New(rand.NewPCG(seed(holder), 2))}, prefix, n, o)
 }
 
-// newSemOpts returns a semaphore in a session of its own on store and
-// o.Clock, closed when the test ends.
-func newSemOpts(t *testing.T, store providers.Store, prefix string, n int, o objlease.Options) *semaphore.Semaphore {
+// newSemOpts returns a semaphore in a session of its own on store with
+// so, closed when the test ends.
+func newSemOpts(t *testing.T, store providers.Store, so objlease.SessionOptions, prefix string, n int, o objlease.Options) *semaphore.Semaphore {
 	t.Helper()
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: o.Clock, Logger: o.Logger})
+	sess, err := objlease.NewSession(store, so)
 	if err != nil {
 		t.Fatal(err)
 	}

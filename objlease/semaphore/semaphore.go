@@ -108,10 +108,10 @@ type sizeDoc struct {
 
 // New returns a semaphore of n slots under prefix in the session's store,
 // whose slots are held through sess. opts apply to every slot: the same
-// holder identity (defaulted once) and timings; Clock must be nil or the
-// session's. If opts.Rand is set, each slot draws from its own
-// generator seeded from it. New does no I/O; the size is checked on first
-// use.
+// holder identity (defaulted once) and timings. The clock, the logger and
+// the jitter are the session's; the first slot an attempt tries is drawn
+// from a source seeded from the session's (Session.NewRand). New does no
+// I/O; the size is checked on first use.
 func New(sess *objlease.Session, prefix string, n int, opts objlease.Options) (*Semaphore, error) {
 	for len(prefix) > 0 && prefix[len(prefix)-1] == '/' {
 		prefix = prefix[:len(prefix)-1]
@@ -124,13 +124,7 @@ func New(sess *objlease.Session, prefix string, n int, opts objlease.Options) (*
 	case n < 1 || n > MaxSlots:
 		return nil, fmt.Errorf("%w: semaphore %q: %d slots, want 1 to %d", objlease.ErrInvalidOptions, prefix, n, MaxSlots)
 	}
-	var rnd *rand.Rand
-	if opts.Rand != nil {
-		rnd = rand.New(rand.NewPCG(opts.Rand.Uint64(), opts.Rand.Uint64()))
-	} else {
-		rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	}
-	s := &Semaphore{sess: sess, prefix: prefix, n: n, rnd: rnd}
+	s := &Semaphore{sess: sess, prefix: prefix, n: n, rnd: sess.NewRand()}
 	s.opts = opts
 	c0, err := s.newClient(0)
 	if err != nil {
@@ -138,21 +132,15 @@ func New(sess *objlease.Session, prefix string, n int, opts objlease.Options) (*
 	}
 	// Every slot writes the same holder identity, defaulted once.
 	s.opts = c0.Options()
-	s.opts.Rand = opts.Rand
-	s.store, s.clock = c0.Store(), s.opts.Clock
-	s.log = s.opts.Logger.With(slog.String("semaphore", prefix), slog.String("holder", s.opts.Holder))
+	s.store, s.clock = c0.Store(), sess.Clock()
+	s.log = sess.Logger().With(slog.String("semaphore", prefix), slog.String("holder", s.opts.Holder))
 	s.clients = []*objlease.Client{c0}
 	return s, nil
 }
 
 // newClient makes the lease client of slot i.
 func (s *Semaphore) newClient(i int) (*objlease.Client, error) {
-	o := s.opts
-	if o.Rand != nil {
-		// A Client uses its Rand under its own lock: never share one.
-		o.Rand = rand.New(rand.NewPCG(s.rnd.Uint64(), s.rnd.Uint64()))
-	}
-	return s.sess.Client(SlotKey(s.prefix, i), o)
+	return s.sess.Client(SlotKey(s.prefix, i), s.opts)
 }
 
 // client returns slot i's client; s.mu must be held.

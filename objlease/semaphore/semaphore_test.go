@@ -343,8 +343,8 @@ func testRaceHasNWinners(t *testing.T, store providers.Store) {
 		var winners []*semaphore.Slot
 		start := make(chan struct{})
 		for i := range 10 {
-			s := newSemOpts(t, store, fmt.Sprintf("race-%d", round), 3, objlease.Options{
-				TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: fmt.Sprint("racer-", i), Clock: clock.NewFake(epoch)})
+			s := newSemOpts(t, store, objlease.SessionOptions{Clock: clock.NewFake(epoch)}, fmt.Sprintf("race-%d", round), 3, objlease.Options{
+				TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: fmt.Sprint("racer-", i)})
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -21,11 +21,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	w, err := shard.New(sess, shard.Config{
-		Prefix:  "pipeline",
-		Member:  "worker-1",
-		Shards:  []string{"tenant-a", "tenant-b"},
-		Options: objlease.Options{TTL: 10 * time.Second},
+	w, err := shard.New(sess, "pipeline", objlease.Options{TTL: 10 * time.Second}, shard.Config{
+		Member: "worker-1",
+		Shards: []string{"tenant-a", "tenant-b"},
 		Work: func(ctx context.Context, s *shard.Shard) {
 			// Stamp s.Token() on every write of the shard's output
 			// (fence.Put, fence.Batch), and stop when ctx ends.

@@ -16,7 +16,7 @@ import (
 func (g *group) joinWith(name string, work func(ctx context.Context, s *shard.Shard)) *node {
 	g.t.Helper()
 	ks := &killable{Store: g.store, clk: g.clk, sent: map[string]time.Time{}, sp: shard.ShardsPrefix(g.prefix)}
-	w, err := newWorker(ks, shard.Config{Prefix: g.prefix, Member: name, Shards: g.ids, Options: g.options(), Work: work})
+	w, err := newWorker(ks, g.clk, g.prefix, g.options(), shard.Config{Member: name, Shards: g.ids, Work: work})
 	if err != nil {
 		g.t.Fatal(err)
 	}

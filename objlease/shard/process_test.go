@@ -96,9 +96,8 @@ func TestWorkerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := shard.New(sess, shard.Config{Prefix: prefix, Member: name, Shards: benchShards(m),
-		Options: objlease.Options{TTL: benchTTL, PollInterval: round},
-		Work:    func(ctx context.Context, s *shard.Shard) { <-ctx.Done() }})
+	w, err := shard.New(sess, prefix, objlease.Options{TTL: benchTTL, PollInterval: round}, shard.Config{Member: name, Shards: benchShards(m),
+		Work: func(ctx context.Context, s *shard.Shard) { <-ctx.Done() }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // stores, S3 Express One Zone, do not list in it).
 func (w *Worker) listMembers(ctx context.Context) ([]providers.Attrs, error) {
 	var members []providers.Attrs
-	err := providers.Walk(ctx, w.store, MembersPrefix(w.cfg.Prefix), func(a providers.Attrs) error {
+	err := providers.Walk(ctx, w.store, MembersPrefix(w.prefix), func(a providers.Attrs) error {
 		members = append(members, a)
 		return nil
 	})
@@ -33,7 +33,7 @@ func (w *Worker) listMembers(ctx context.Context) ([]providers.Attrs, error) {
 func (w *Worker) listShards(ctx context.Context) (map[string]providers.Attrs, error) {
 	listed := map[string]providers.Attrs{}
 	var ids []string
-	sp := ShardsPrefix(w.cfg.Prefix)
+	sp := ShardsPrefix(w.prefix)
 	err := providers.Walk(ctx, w.store, sp, func(a providers.Attrs) error {
 		listed[a.Key] = a
 		ids = append(ids, strings.TrimPrefix(a.Key, sp))
@@ -150,7 +150,7 @@ func (w *Worker) scan(ctx context.Context, ids []string, listed map[string]provi
 			holders[id] = w.member
 			continue
 		}
-		a, ok := listed[ShardKey(w.cfg.Prefix, id)]
+		a, ok := listed[ShardKey(w.prefix, id)]
 		if !ok {
 			holders[id], s.holder, s.readAt = "", "", time.Time{}
 			continue
@@ -197,7 +197,7 @@ func (w *Worker) watch(id string) (*watched, error) {
 	if s, ok := w.shards[id]; ok {
 		return s, nil
 	}
-	c, err := w.client(ShardKey(w.cfg.Prefix, id))
+	c, err := w.client(ShardKey(w.prefix, id))
 	if err != nil {
 		return nil, err
 	}

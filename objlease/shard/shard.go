@@ -76,11 +76,9 @@ var ErrInvalidConfig = errors.New("invalid shard group config")
 // shard over: the shard's lease is about to be released.
 var errHandingOver = fmt.Errorf("%w: handing the shard over", objlease.ErrReleased)
 
-// Config configures a Worker.
+// Config configures a Worker beside its group's prefix and its lease
+// options (see New).
 type Config struct {
-	// Prefix is the group's key prefix; records live under PREFIX/members/
-	// and PREFIX/shards/.
-	Prefix string
 	// Member names this worker in the group and is the holder of its
 	// leases. It must be unique among live workers. Default: as
 	// objlease.Options.Holder.
@@ -88,12 +86,6 @@ type Config struct {
 	// Shards is the shard set. If nil, the set is the shards whose records
 	// exist under PREFIX/shards/ (see Define), listed every round.
 	Shards []string
-	// Options set the timings of every lease (TTL, RenewInterval,
-	// PollInterval, DriftBound, StoreClock), the logger and jitter source.
-	// Holder and Data are ignored; Clock must be nil (the session's is
-	// used). PollInterval is the round
-	// interval. Every worker of a group should use the same TTL.
-	Options objlease.Options
 	// Work runs in its own goroutine for each shard this worker comes to
 	// own. ctx ends when the shard is to be handed over or its lease is
 	// lost; the worker releases the lease only after Work has returned.
@@ -115,12 +107,13 @@ type Worker struct {
 	sess   *objlease.Session
 	store  providers.Store // the session's, and its clock
 	clock  clock.Clock
+	prefix string
 	cfg    Config
 	log    *slog.Logger
 	opts   objlease.Options
 	member string
 	rndMu  sync.Mutex
-	seed   *rand.Rand // seeds each client's own jitter source; guarded by rndMu
+	rnd    *rand.Rand // jitters the shard scans; guarded by rndMu
 
 	memberClient *objlease.Client
 	memberLease  *objlease.Lease
@@ -164,9 +157,15 @@ type owned struct {
 	done   chan struct{}
 }
 
-// New validates cfg and returns a Worker whose leases are held through
-// sess, in the session's store; Run makes it join the group.
-func New(sess *objlease.Session, cfg Config) (*Worker, error) {
+// New validates cfg and returns a Worker of the group under prefix, whose
+// leases are held through sess, in the session's store; Run makes it join
+// the group. Records live under PREFIX/members/ and PREFIX/shards/. opts
+// set the timings of every lease (TTL, RenewInterval, PollInterval,
+// DriftBound, StoreClock); their Holder and Data are ignored (the holder
+// is Config.Member). PollInterval is the round interval. Every worker of a
+// group should use the same TTL. The clock, the logger and the jitter are
+// the session's.
+func New(sess *objlease.Session, prefix string, opts objlease.Options, cfg Config) (*Worker, error) {
 	switch {
 	case sess == nil:
 		return nil, fmt.Errorf("%w: nil session", ErrInvalidConfig)
@@ -178,43 +177,34 @@ func New(sess *objlease.Session, cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("%w: empty shard id", ErrInvalidConfig)
 		}
 	}
-	w := &Worker{sess: sess, cfg: cfg, peers: map[string]*peer{}, shards: map[string]*watched{}, owned: map[string]*owned{}}
-	w.opts = cfg.Options
-	w.seed = cfg.Options.Rand
-	if w.seed == nil {
-		w.seed = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	}
+	w := &Worker{sess: sess, prefix: prefix, cfg: cfg, peers: map[string]*peer{}, shards: map[string]*watched{}, owned: map[string]*owned{}}
+	w.opts = opts
+	w.rnd = sess.NewRand()
 	w.opts.Data = nil
 	w.opts.Holder = cfg.Member
-	mc, err := w.client(MemberKey(cfg.Prefix, cfg.Member))
+	mc, err := w.client(MemberKey(prefix, cfg.Member))
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Member == "" {
 		// The default holder, also for the shard leases.
 		w.opts.Holder = mc.Options().Holder
-		if mc, err = w.client(MemberKey(cfg.Prefix, w.opts.Holder)); err != nil {
+		if mc, err = w.client(MemberKey(prefix, w.opts.Holder)); err != nil {
 			return nil, err
 		}
 	}
 	w.member = mc.Options().Holder
 	w.memberClient = mc
 	w.opts = mc.Options()
-	w.store, w.clock = mc.Store(), w.opts.Clock
-	w.opts.Rand = nil  // each client gets its own, from w.seed
-	w.opts.Clock = nil // the session's
-	w.log = w.opts.Logger.With(slog.String("group", cfg.Prefix), slog.String("member", w.member))
+	w.store, w.clock = mc.Store(), sess.Clock()
+	w.log = sess.Logger().With(slog.String("group", prefix), slog.String("member", w.member))
 	return w, nil
 }
 
-// client returns a client for key with the worker's options and a jitter
-// source of its own: a *rand.Rand is not safe to share between clients.
+// client returns a client for key with the worker's options; the session
+// gives it a jitter source of its own.
 func (w *Worker) client(key string) (*objlease.Client, error) {
-	o := w.opts
-	w.rndMu.Lock()
-	o.Rand = rand.New(rand.NewPCG(w.seed.Uint64(), w.seed.Uint64()))
-	w.rndMu.Unlock()
-	return w.sess.Client(key, o)
+	return w.sess.Client(key, w.opts)
 }
 
 // Member returns this worker's name in the group.
@@ -445,7 +435,7 @@ func (w *Worker) round(ctx context.Context) error {
 // TTLs, at random, so that the members of a group do not list at once.
 func (w *Worker) scanPeriod() time.Duration {
 	w.rndMu.Lock()
-	f := w.seed.Float64()
+	f := w.rnd.Float64()
 	w.rndMu.Unlock()
 	return w.opts.TTL*2 + time.Duration(f*float64(w.opts.TTL))
 }

@@ -235,28 +235,27 @@ func newGroup(t *testing.T, store providers.Store, m int) *group {
 }
 
 func (g *group) options() objlease.Options {
-	o := objlease.Options{TTL: ttl, RenewInterval: 2 * time.Second, PollInterval: time.Second, DriftBound: g.drift, Clock: g.clk}
-	if testing.Verbose() {
-		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	return o
+	return objlease.Options{TTL: ttl, RenewInterval: 2 * time.Second, PollInterval: time.Second, DriftBound: g.drift}
 }
 
-// newWorker returns a worker in a session of its own on store and
-// cfg.Options.Clock.
-func newWorker(store providers.Store, cfg shard.Config) (*shard.Worker, error) {
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: cfg.Options.Clock, Logger: cfg.Options.Logger})
+// newWorker returns a worker of the group under prefix, in a session of
+// its own on store and clk.
+func newWorker(store providers.Store, clk clock.Clock, prefix string, opts objlease.Options, cfg shard.Config) (*shard.Worker, error) {
+	so := objlease.SessionOptions{Clock: clk}
+	if testing.Verbose() {
+		so.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	sess, err := objlease.NewSession(store, so)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Options.Clock = nil
-	return shard.New(sess, cfg)
+	return shard.New(sess, prefix, opts, cfg)
 }
 
 func (g *group) join(name string) *node {
 	g.t.Helper()
 	ks := &killable{Store: g.store, clk: g.clk, sent: map[string]time.Time{}, sp: shard.ShardsPrefix(g.prefix), mp: shard.MembersPrefix(g.prefix)}
-	w, err := newWorker(ks, shard.Config{Prefix: g.prefix, Member: name, Shards: g.ids, Options: g.options(), Work: g.chk.work(name)})
+	w, err := newWorker(ks, g.clk, g.prefix, g.options(), shard.Config{Member: name, Shards: g.ids, Work: g.chk.work(name)})
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -599,7 +598,7 @@ func TestGracefulLeaveReleasesAtOnce(t *testing.T) {
 			t.Fatalf("still owns %v after Run returned", leaving.w.Owned())
 		}
 		for _, id := range handed {
-			c, err := objlease.New(g.store, shard.ShardKey(g.prefix, id), objlease.Options{Clock: g.clk})
+			c, err := newOn(g.store, shard.ShardKey(g.prefix, id), objlease.SessionOptions{Clock: g.clk}, objlease.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -607,7 +606,7 @@ func TestGracefulLeaveReleasesAtOnce(t *testing.T) {
 				t.Fatalf("shard %s after its owner left: %+v, %v; want released (or taken by another)", id, st.Record, err)
 			}
 		}
-		obs, err := objlease.New(g.store, shard.MemberKey(g.prefix, "w4"), objlease.Options{Clock: g.clk})
+		obs, err := newOn(g.store, shard.MemberKey(g.prefix, "w4"), objlease.SessionOptions{Clock: g.clk}, objlease.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -723,17 +722,17 @@ func TestSharedListedFromPrefix(t *testing.T) {
 		ctx := context.Background()
 		clk := clock.NewFake(epoch)
 		ids := []string{"2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04"}
-		if err := shard.Define(ctx, store, "daily", objlease.Options{Clock: clk}, ids...); err != nil {
+		if err := shard.Define(ctx, store, "daily", objlease.Options{}, ids...); err != nil {
 			t.Fatal(err)
 		}
-		if err := shard.Define(ctx, store, "daily", objlease.Options{Clock: clk}, ids[0]); err != nil {
+		if err := shard.Define(ctx, store, "daily", objlease.Options{}, ids[0]); err != nil {
 			t.Fatal(err) // defining again leaves records alone
 		}
 		g := newGroup(t, store, 0)
 		g.clk, g.chk.clk, g.prefix, g.ids = clk, clk, "daily", ids
 		for _, name := range []string{"a", "b"} {
 			ks := &killable{Store: store, clk: clk, sent: map[string]time.Time{}}
-			w, err := newWorker(ks, shard.Config{Prefix: "daily", Member: name, Options: g.options(), Work: g.chk.work(name)})
+			w, err := newWorker(ks, g.clk, "daily", g.options(), shard.Config{Member: name, Work: g.chk.work(name)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -768,14 +767,14 @@ func TestSharedListedFromUnorderedStore(t *testing.T) {
 		ctx := context.Background()
 		clk := clock.NewFake(epoch)
 		ids := []string{"2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"}
-		if err := shard.Define(ctx, store, "daily", objlease.Options{Clock: clk}, ids...); err != nil {
+		if err := shard.Define(ctx, store, "daily", objlease.Options{}, ids...); err != nil {
 			t.Fatal(err)
 		}
 		g := newGroup(t, inner, 0)
 		g.clk, g.chk.clk, g.prefix, g.ids = clk, clk, "daily", ids
 		for _, name := range []string{"a", "b", "c"} {
 			ks := &killable{Store: store, clk: clk, sent: map[string]time.Time{}}
-			w, err := newWorker(ks, shard.Config{Prefix: "daily", Member: name, Options: g.options(), Work: g.chk.work(name)})
+			w, err := newWorker(ks, g.clk, "daily", g.options(), shard.Config{Member: name, Work: g.chk.work(name)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -823,10 +822,10 @@ func TestTarget(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
-	if _, err := shard.New(nil, shard.Config{Work: func(context.Context, *shard.Shard) {}}); !errors.Is(err, shard.ErrInvalidConfig) {
+	if _, err := shard.New(nil, "", objlease.Options{}, shard.Config{Work: func(context.Context, *shard.Shard) {}}); !errors.Is(err, shard.ErrInvalidConfig) {
 		t.Fatalf("nil session: %v", err)
 	}
-	if _, err := newWorker(mem.New(), shard.Config{}); !errors.Is(err, shard.ErrInvalidConfig) {
+	if _, err := newWorker(mem.New(), nil, "", objlease.Options{}, shard.Config{}); !errors.Is(err, shard.ErrInvalidConfig) {
 		t.Fatalf("nil Work: %v", err)
 	}
 }
@@ -844,7 +843,7 @@ func TestHandBrokenAndDeletedShardsRetaken(t *testing.T) {
 		g.settle(names(3)...)
 		ctx := context.Background()
 		broken, deleted := g.ids[0], g.ids[1]
-		c, err := objlease.New(g.store, shard.ShardKey(g.prefix, broken), objlease.Options{Clock: g.clk})
+		c, err := newOn(g.store, shard.ShardKey(g.prefix, broken), objlease.SessionOptions{Clock: g.clk}, objlease.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,14 +15,13 @@ import (
 	"github.com/objlease/objlease/objlease/election"
 )
 
-// newElector is an elector process's Elector, on a session of its own as
-// objlease.New gives every other client.
-func newElector(p *proc, opts objlease.Options) (*election.Elector, error) {
-	sess, err := objlease.NewSession(p.store, objlease.SessionOptions{Clock: opts.Clock, Logger: opts.Logger})
+// newElector is an elector process's Elector, on a session of its own on
+// the process's clock and seeded by rnd, as every other client.
+func newElector(p *proc, opts objlease.Options, rnd *rand.Rand) (*election.Elector, error) {
+	sess, err := objlease.NewSession(p.store, objlease.SessionOptions{Clock: p.clock.lib, Rand: rnd})
 	if err != nil {
 		return nil, err
 	}
-	opts.Clock = nil // the session's
 	return election.New(sess, leaseKey(p.w.cfg.leases), opts, election.Config{OnStartedLeading: p.lead})
 }
 

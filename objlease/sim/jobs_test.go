@@ -145,9 +145,8 @@ func simulateJobs(t *testing.T, jc jobConfig) (vs []violation, trace []string, o
 			}
 			p.faults = faults
 			p.store = &gateStore{Store: providers.NewBucket(faults[0]), raw: w.store, p: p, calm: &w.calm}
-			c, err := objlease.New(p.store, jobKey, objlease.Options{TTL: jc.ttl, DriftBound: jc.drift,
-				Holder: fmt.Sprintf("r%d", i), Clock: p.clock.lib, Rand: rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
-				Logger: slog.New(slog.DiscardHandler)})
+			c, err := newOn(p.store, jobKey, objlease.SessionOptions{Clock: p.clock.lib, Rand: rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), Logger: slog.New(slog.DiscardHandler)}, objlease.Options{TTL: jc.ttl, DriftBound: jc.drift,
+				Holder: fmt.Sprintf("r%d", i)})
 			if err != nil {
 				t.Fatal(err)
 			}

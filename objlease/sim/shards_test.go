@@ -129,19 +129,17 @@ func (p *proc) work(wg *sync.WaitGroup) {
 	for n := 0; w.now() < w.cfg.duration; n++ {
 		inc := &incarnation{n: n}
 		inc.store = &gateStore{Store: providers.NewBucket(p.faults[0]), raw: providers.NewBucket(p.root), p: p, calm: &w.calm, dead: &inc.dead}
-		opts := objlease.Options{TTL: w.cfg.ttl, DriftBound: w.cfg.drift, Clock: p.clock.lib,
-			Rand: rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))}
+		opts := objlease.Options{TTL: w.cfg.ttl, DriftBound: w.cfg.drift}
 		if w.cfg.storeClock {
 			opts.StoreClock = true
 		}
 		member := fmt.Sprintf("w%d", p.id)
-		sess, err := objlease.NewSession(inc.store, objlease.SessionOptions{Clock: p.clock.lib})
+		sess, err := objlease.NewSession(inc.store, objlease.SessionOptions{Clock: p.clock.lib,
+			Rand: rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))})
 		if err != nil {
 			panic(err)
 		}
-		opts.Clock = nil
-		wk, err := shard.New(sess, shard.Config{Prefix: groupPrefix, Member: member, Shards: shardIDs(w.cfg.shards),
-			Options: opts, Work: func(ctx context.Context, s *shard.Shard) { p.shardWork(ctx, s, inc) }})
+		wk, err := shard.New(sess, groupPrefix, opts, shard.Config{Member: member, Shards: shardIDs(w.cfg.shards), Work: func(ctx context.Context, s *shard.Shard) { p.shardWork(ctx, s, inc) }})
 		if err != nil {
 			panic(err)
 		}

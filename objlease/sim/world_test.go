@@ -40,7 +40,7 @@ type config struct {
 	model      string      // the store model (models_test.go)
 	electors   int         // processes that campaign with election.Elector instead
 	force      bool        // a third of the processes use Options.Force
-	sharedRand bool        // processes pair up with identically seeded Options.Rand and one holder name
+	sharedRand bool        // processes pair up with identically seeded SessionOptions.Rand and one holder name
 	operator   float64     // operator actions a minute: hand deletes, tampering
 	acts       acts        // which actions the operator takes
 	misdirect  bool        // now and then a holder fences a write at its lease's own key
@@ -392,8 +392,7 @@ func (p *proc) keepOwnLease(wg *sync.WaitGroup) {
 	w := p.w
 	opts := p.opts[0]
 	opts.TTL, opts.RenewInterval, opts.PollInterval, opts.Force = 3*w.cfg.ttl, 0, 0, false
-	opts.Rand = rand.New(rand.NewPCG(uint64(p.id), 0x0e1))
-	c, err := objlease.New(p.store, fmt.Sprintf("own/p%d", p.id), opts)
+	c, err := newOn(p.store, fmt.Sprintf("own/p%d", p.id), p.session(rand.New(rand.NewPCG(uint64(p.id), 0x0e1))), opts)
 	if err != nil {
 		panic(err)
 	}
@@ -522,8 +521,7 @@ func (p *proc) acquire() time.Duration {
 // created again from token 1.
 func (p *proc) restart() {
 	for k, o := range p.opts {
-		o.Rand = rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))
-		c, err := objlease.New(p.store, leaseKey(k), o)
+		c, err := newOn(p.store, leaseKey(k), p.session(rand.New(rand.NewPCG(p.rnd.Uint64(), p.rnd.Uint64()))), o)
 		if err != nil {
 			panic(err)
 		}
@@ -867,7 +865,7 @@ func newWorld(cfg config, dir string) (*world, error) {
 		roots = []driver.Driver{newModel(cfg.model, r.Uint64(), w.audit)}
 	}
 	w.store = providers.NewBucket(roots[len(roots)-1])
-	var shared []uint64 // Options.Rand seeds of the previous process, for sharedRand
+	var shared []uint64 // SessionOptions.Rand seeds of the previous process, for sharedRand
 	for i := range cfg.clients {
 		p := &proc{w: w, id: i,
 			rnd:     rand.New(rand.NewPCG(r.Uint64(), r.Uint64())),
@@ -889,15 +887,15 @@ func newWorld(cfg config, dir string) (*world, error) {
 		}
 		holder := fmt.Sprintf("p%d", i)
 		if cfg.sharedRand && i%2 == 1 {
-			// Two processes configured alike: one Options.Rand seed, one
+			// Two processes configured alike: one SessionOptions.Rand seed, one
 			// holder name.
 			seeds, holder = shared, fmt.Sprintf("p%d", i-1)
 		}
 		shared = seeds
 		force := cfg.force && i%3 == 0
 		for k := range w.nkeys {
-			opts := objlease.Options{TTL: cfg.ttl, DriftBound: cfg.drift, Holder: holder,
-				Clock: p.clock.lib, Rand: rand.New(rand.NewPCG(seeds[2*k], seeds[2*k+1])), Force: force}
+			opts := objlease.Options{TTL: cfg.ttl, DriftBound: cfg.drift, Holder: holder, Force: force}
+			rnd := rand.New(rand.NewPCG(seeds[2*k], seeds[2*k+1]))
 			if cfg.storeClock {
 				opts.StoreClock = true
 			}
@@ -905,14 +903,13 @@ func newWorld(cfg config, dir string) (*world, error) {
 			if i < cfg.electors && k == cfg.leases {
 				// An elector's client for the election is its Elector's
 				// own, kept from one campaign to the next.
-				if p.elector, err = newElector(p, opts); err != nil {
+				if p.elector, err = newElector(p, opts, rnd); err != nil {
 					return nil, err
 				}
-			} else if c, err = objlease.New(p.store, leaseKey(k), opts); err != nil {
+			} else if c, err = newOn(p.store, leaseKey(k), p.session(rnd), opts); err != nil {
 				return nil, err
 			}
-			opts.Rand = rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))
-			byName, err := objlease.New(p.store, leaseKey(k), opts)
+			byName, err := newOn(p.store, leaseKey(k), p.session(rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))), opts)
 			if err != nil {
 				return nil, err
 			}

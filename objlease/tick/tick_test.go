@@ -25,7 +25,7 @@ var epoch = time.Date(2026, 12, 4, 2, 59, 50, 0, time.UTC)
 // a clock of its own.
 func trigger(t *testing.T, store providers.Store, holder string, clk clock.Clock) *objlease.Lease {
 	t.Helper()
-	c, err := objlease.New(store, "jobs/nightly", objlease.Options{TTL: 30 * time.Second, Holder: holder, Clock: clk})
+	c, err := newOn(store, "jobs/nightly", objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 30 * time.Second, Holder: holder})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func trigger(t *testing.T, store providers.Store, holder string, clk clock.Clock
 func takeOver(t *testing.T, store providers.Store, holder string) *objlease.Lease {
 	t.Helper()
 	clk := clock.NewFake(epoch)
-	c, err := objlease.New(store, "jobs/nightly", objlease.Options{TTL: 30 * time.Second, Holder: holder, Clock: clk})
+	c, err := newOn(store, "jobs/nightly", objlease.SessionOptions{Clock: clk}, objlease.Options{TTL: 30 * time.Second, Holder: holder})
 	if err != nil {
 		t.Fatal(err)
 	}

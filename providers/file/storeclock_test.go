@@ -27,7 +27,7 @@ func TestSteppedWriterClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	epoch := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	holder, err := objlease.New(writer, "jobs/nightly", objlease.Options{TTL: 30 * time.Second, Holder: "holder", Clock: clock.NewFake(epoch)})
+	holder, err := newOn(writer, "jobs/nightly", objlease.SessionOptions{Clock: clock.NewFake(epoch)}, objlease.Options{TTL: 30 * time.Second, Holder: "holder"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +47,8 @@ func TestSteppedWriterClock(t *testing.T) {
 	if a.LastModified.IsZero() {
 		t.Errorf("LastModified not reported")
 	}
-	contender, err := objlease.New(reader, "jobs/nightly", objlease.Options{
-		TTL: 30 * time.Second, Holder: "contender", Clock: clock.NewFake(epoch),
-		StoreClock: true,
-	})
+	contender, err := newOn(reader, "jobs/nightly", objlease.SessionOptions{Clock: clock.NewFake(epoch)}, objlease.Options{TTL: 30 * time.Second, Holder: "contender",
+		StoreClock: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,10 +29,10 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func pausedHolderAndSuccessor(t *testing.T, store providers.Store, key string) (a, b *objlease.Lease) {
 	t.Helper()
 	ctx := context.Background()
-	opts := func(holder string, clk clock.Clock) objlease.Options {
-		return objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder, Clock: clk}
+	opts := func(holder string) objlease.Options {
+		return objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder}
 	}
-	ca, err := objlease.New(store, key, opts("A", clock.NewFake(epoch))) // A's clock never moves: paused
+	ca, err := newOn(store, key, objlease.SessionOptions{Clock: clock.NewFake(epoch)}, opts("A")) // A's clock never moves: paused
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func pausedHolderAndSuccessor(t *testing.T, store providers.Store, key string) (
 		t.Fatal(err)
 	}
 	bclk := clock.NewFake(epoch)
-	cb, err := objlease.New(store, key, opts("B", bclk))
+	cb, err := newOn(store, key, objlease.SessionOptions{Clock: bclk}, opts("B"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func Run(t *testing.T, cfg Config) {
 
 	t.Run("LeaseRecordRefused", func(t *testing.T) {
 		key := prefix + "a-lease"
-		c, err := objlease.New(store, key, objlease.Options{TTL: 10 * time.Second, Holder: "holder", Clock: clock.NewFake(epoch)})
+		c, err := newOn(store, key, objlease.SessionOptions{Clock: clock.NewFake(epoch)}, objlease.Options{TTL: 10 * time.Second, Holder: "holder"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,4 +316,14 @@ func Run(t *testing.T, cfg Config) {
 			t.Fatalf("committed %+v %v", got, err)
 		}
 	})
+}
+
+// newOn is objlease.New on a session of its own with so: the scenario's
+// clock.
+func newOn(store providers.Store, key string, so objlease.SessionOptions, opts objlease.Options) (*objlease.Client, error) {
+	sess, err := objlease.NewSession(store, so)
+	if err != nil {
+		return nil, err
+	}
+	return sess.Client(key, opts)
 }

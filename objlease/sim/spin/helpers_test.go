@@ -76,13 +76,19 @@ func (h *hooks) Delete(ctx context.Context, k, v string) error {
 	return h.do("delete", func() error { return h.Store.Delete(ctx, k, v) })
 }
 
-func newClient(t *testing.T, s providers.Store, holder string, clk clock.Clock, mod ...func(*objlease.Options)) *objlease.Client {
+// newClient returns a client of key on s, on a session of its own on clk,
+// whose options mod may change.
+func newClient(t *testing.T, s providers.Store, holder string, clk clock.Clock, mod ...func(*objlease.SessionOptions)) *objlease.Client {
 	t.Helper()
-	o := objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder, Clock: clk}
+	so := objlease.SessionOptions{Clock: clk}
 	for _, m := range mod {
-		m(&o)
+		m(&so)
 	}
-	c, err := objlease.New(s, key, o)
+	sess, err := objlease.NewSession(s, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sess.Client(key, objlease.Options{TTL: 10 * time.Second, RenewInterval: 2 * time.Second, Holder: holder})
 	if err != nil {
 		t.Fatal(err)
 	}

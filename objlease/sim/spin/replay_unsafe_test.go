@@ -236,7 +236,7 @@ func replayUniqueNonces(t *testing.T) string {
 	m := mem.New()
 	h := newHooks(m)
 	clk := clock.NewFake(epoch)
-	seeded := func(o *objlease.Options) { o.Rand = rand.New(rand.NewPCG(7, 7)) }
+	seeded := func(so *objlease.SessionOptions) { so.Rand = rand.New(rand.NewPCG(7, 7)) }
 	c1 := newClient(t, h, "twin", clk, seeded)
 	c0 := newClient(t, m, "twin", clk, seeded)
 	var l0 *objlease.Lease

@@ -216,7 +216,7 @@ func (b *bench) main(ctx context.Context, only, contenders, members, shards stri
 		b.poll = b.renew
 	}
 	// New validates the timings against each other and the store.
-	if _, err := objlease.New(store, "objlease-bench", b.options("check")); err != nil {
+	if _, err := b.client(store, "objlease-bench", b.options("check")); err != nil {
 		return fmt.Errorf("--ttl %v and --poll %v do not suit store %s: %w", b.ttl, b.poll, b.props.Name, err)
 	}
 	if !force {
@@ -310,7 +310,17 @@ func (b *bench) parse(only, contenders, members, shards string) error {
 // options are the lease options of a bench client named who.
 func (b *bench) options(who string) objlease.Options {
 	return objlease.Options{TTL: b.ttl, RenewInterval: b.renew, PollInterval: b.poll, DriftBound: b.drift,
-		Holder: "objlease-bench/" + who, Logger: b.log, Clock: b.clk}
+		Holder: "objlease-bench/" + who}
+}
+
+// client returns a client for key in store, on a session of its own with
+// the bench's clock and logger.
+func (b *bench) client(store providers.Store, key string, o objlease.Options) (*objlease.Client, error) {
+	sess, err := objlease.NewSession(store, objlease.SessionOptions{Clock: b.clk, Logger: b.log})
+	if err != nil {
+		return nil, err
+	}
+	return sess.Client(key, o)
 }
 
 // key is a key in the scratch prefix.

@@ -57,7 +57,7 @@ func (b *bench) contention(ctx context.Context, n int) (*contentionReport, error
 	clients := make([]*objlease.Client, n)
 	for i := range clients {
 		var err error
-		if clients[i], err = objlease.New(b.cs, key, b.options(fmt.Sprintf("contender-%d", i))); err != nil {
+		if clients[i], err = b.client(b.cs, key, b.options(fmt.Sprintf("contender-%d", i))); err != nil {
 			return nil, err
 		}
 	}

@@ -96,12 +96,12 @@ func (b *bench) cost(ctx context.Context) (*costReport, error) {
 	// from racing the explicit renewals); it does not change what one costs.
 	o := b.options("cost-holder")
 	o.TTL, o.RenewInterval, o.PollInterval = 10*time.Minute, 0, 0
-	holder, err := objlease.New(b.cs, key, o)
+	holder, err := b.client(b.cs, key, o)
 	if err != nil {
 		return nil, err
 	}
 	o.Holder = "objlease-bench/cost-follower"
-	follower, err := objlease.New(b.cs, key, o)
+	follower, err := b.client(b.cs, key, o)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ const waitTTLs = 10
 // outside the window for want of time to make it.
 func (b *bench) waiting(ctx context.Context) ([]waitRow, error) {
 	key := b.key("cost-waiting")
-	holder, err := objlease.New(b.cs, key, b.options("cost-waiting-holder"))
+	holder, err := b.client(b.cs, key, b.options("cost-waiting-holder"))
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (b *bench) waiting(ctx context.Context) ([]waitRow, error) {
 		if rule == ruleStoreClock {
 			o.StoreClock = true
 		}
-		c, err := objlease.New(stores[i], key, o)
+		c, err := b.client(stores[i], key, o)
 		if err != nil {
 			return nil, err
 		}

@@ -168,7 +168,7 @@ func (b *bench) failoverTrials(ctx context.Context, rule, ending string) (*failo
 		if rule == ruleStoreClock {
 			o.StoreClock = true
 		}
-		c, err := objlease.New(b.cs, key, o)
+		c, err := b.client(b.cs, key, o)
 		if err != nil {
 			h.kill()
 			return nil, err

@@ -287,9 +287,7 @@ func (b *bench) groupRun(ctx context.Context, n, m int) (_ *groupRow, err error)
 		if gm.sess, err = objlease.NewSession(gm.cut, objlease.SessionOptions{Logger: log, Clock: b.clk}); err != nil {
 			return nil, err
 		}
-		o := b.options("")
-		o.Clock, o.Logger = nil, log // the session's
-		gm.w, err = shard.New(gm.sess, shard.Config{Prefix: prefix, Member: fmt.Sprintf("m%04d", i), Shards: ids, Options: o,
+		gm.w, err = shard.New(gm.sess, prefix, b.options(""), shard.Config{Member: fmt.Sprintf("m%04d", i), Shards: ids,
 			Work: func(ctx context.Context, _ *shard.Shard) { <-ctx.Done() }})
 		if err != nil {
 			return nil, err

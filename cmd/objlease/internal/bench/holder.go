@@ -67,7 +67,7 @@ func HolderFlags(fs *flag.FlagSet) func(ctx context.Context, env Env, pos []stri
 		if len(pos) != 1 || *key == "" {
 			return usagef("holder: want [flags] --key KEY URL, got %q", pos)
 		}
-		o.Logger, o.Holder = env.Log, fmt.Sprintf("objlease-bench/holder-%d", os.Getpid())
+		o.Holder = fmt.Sprintf("objlease-bench/holder-%d", os.Getpid())
 		return holder(ctx, env, pos[0], *key, o, *storeClock, *release, *timeout)
 	}
 }
@@ -94,7 +94,11 @@ func holder(ctx context.Context, env Env, url, key string, o objlease.Options, s
 			fmt.Fprintf(env.Stdout, "w %d\n", sent.UnixNano())
 		}
 	}
-	cl, err := objlease.New(cs, key, o)
+	sess, err := objlease.NewSession(cs, objlease.SessionOptions{Logger: env.Log})
+	if err != nil {
+		return err
+	}
+	cl, err := sess.Client(key, o)
 	if err != nil {
 		return err
 	}

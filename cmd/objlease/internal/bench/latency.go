@@ -80,7 +80,7 @@ func (b *bench) latency(ctx context.Context) (*latencyReport, error) {
 	}()
 	var size int64
 	for i := range ls {
-		c, err := objlease.New(b.cs, b.key(fmt.Sprintf("latency/lease-%d", i)), opts)
+		c, err := b.client(b.cs, b.key(fmt.Sprintf("latency/lease-%d", i)), opts)
 		if err != nil {
 			return nil, err
 		}

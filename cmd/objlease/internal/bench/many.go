@@ -86,7 +86,7 @@ func (b *bench) many(ctx context.Context) (*manyReport, error) {
 	errs := make(chan error, 16)
 	// One session: one scheduler renews every lease, as in a process
 	// holding many.
-	sess, err := objlease.NewSession(gaps, objlease.SessionOptions{Logger: b.log})
+	sess, err := objlease.NewSession(gaps, objlease.SessionOptions{Clock: b.clk, Logger: b.log})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (b *bench) waiters(ctx context.Context, r *manyReport, held *objlease.Lease
 	defer cancel()
 	m0, g0 := memNow()
 	done := make(chan error, r.Waiters)
-	sess, err := objlease.NewSession(b.cs, objlease.SessionOptions{Logger: b.log})
+	sess, err := objlease.NewSession(b.cs, objlease.SessionOptions{Clock: b.clk, Logger: b.log})
 	if err != nil {
 		return err
 	}
