@@ -28,7 +28,7 @@ func newSem(t *testing.T, store providers.Store, n int, holder string, clk clock
 	for _, m := range mod {
 		m(&o)
 	}
-	return newSemOpts(t, store, objlease.SessionOptions{Clock: clk, Rand: rand.New(rand.NewPCG(seed(holder), 2))}, prefix, n, o)
+	return newSemOpts(t, store, objlease.SessionOptions{Clock: clk, Rand: rand.New(rand.NewPCG(seed(holder), 1))}, prefix, n, o)
 }
 
 // newSemOpts returns a semaphore in a session of its own on store with
