@@ -33,11 +33,12 @@ var _ gocron.Elector = (*Elector)(nil)
 
 // NewElector starts campaigning for the lease at key in store, with opts
 // (objlease.Options: TTL, Holder...; the same for every scheduler), until
-// Close. It runs on a session of its own, with the default
-// objlease.SessionOptions (the real clock, no logs). ctx bounds the campaign: once it ends the
-// Elector steps down, as Close does, releasing the lease.
-func NewElector(ctx context.Context, store providers.Store, key string, opts objlease.Options) (*Elector, error) {
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{})
+// Close. It runs on a session of its own made with so (its clock and
+// logger; the zero value: the real clock, no logs). ctx bounds the
+// campaign: once it ends the Elector steps down, as Close does, releasing
+// the lease.
+func NewElector(ctx context.Context, store providers.Store, so objlease.SessionOptions, key string, opts objlease.Options) (*Elector, error) {
+	sess, err := objlease.NewSession(store, so)
 	if err != nil {
 		return nil, err
 	}

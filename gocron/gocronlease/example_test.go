@@ -20,7 +20,7 @@ func Example() {
 	stamp := func() time.Time { return time.Date(2026, 12, 7, 10, 0, 10, 0, time.UTC) }
 	store := mem.New(mem.WithClock(stamp)) // or providers.Open(ctx, "s3://bucket/leases/")
 
-	locker, err := gocronlease.NewLocker(store, objlease.Options{TTL: 30 * time.Second, Holder: "scheduler-1"},
+	locker, err := gocronlease.NewLocker(store, objlease.SessionOptions{}, objlease.Options{TTL: 30 * time.Second, Holder: "scheduler-1"},
 		gocronlease.LockerConfig{Prefix: "jobs/", Period: time.Minute})
 	if err != nil {
 		panic(err)

@@ -57,9 +57,9 @@ var _ gocron.Locker = (*Locker)(nil)
 
 // NewLocker returns a Locker whose leases are in store, taken with opts
 // (TTL, Holder...; the lease is renewed in the background for as long as
-// the run lasts), on a session of its own with the default
-// objlease.SessionOptions (the real clock, no logs). It sends no request.
-func NewLocker(store providers.Store, opts objlease.Options, cfg LockerConfig) (*Locker, error) {
+// the run lasts), on a session of its own made with so (its clock and
+// logger; the zero value: the real clock, no logs). It sends no request.
+func NewLocker(store providers.Store, so objlease.SessionOptions, opts objlease.Options, cfg LockerConfig) (*Locker, error) {
 	if cfg.Period < 0 {
 		return nil, fmt.Errorf("%w: gocronlease: period %v is negative", objlease.ErrInvalidOptions, cfg.Period)
 	}
@@ -68,7 +68,7 @@ func NewLocker(store providers.Store, opts objlease.Options, cfg LockerConfig) (
 			return nil, fmt.Errorf("%w: gocronlease: period %v of job %q is negative", objlease.ErrInvalidOptions, p, name)
 		}
 	}
-	sess, err := objlease.NewSession(store, objlease.SessionOptions{})
+	sess, err := objlease.NewSession(store, so)
 	if err != nil {
 		return nil, err
 	}

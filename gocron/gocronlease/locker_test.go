@@ -4,8 +4,12 @@ package gocronlease_test
 // in-memory store with the store's clock set by the test.
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +35,7 @@ func newMem(c *storeClock) *providers.Bucket { return mem.New(mem.WithClock(c.no
 
 func newLocker(t *testing.T, store providers.Store, holder string, cfg gocronlease.LockerConfig) *gocronlease.Locker {
 	t.Helper()
-	l, err := gocronlease.NewLocker(store, objlease.Options{TTL: 3 * time.Second, Holder: holder}, cfg)
+	l, err := gocronlease.NewLocker(store, objlease.SessionOptions{}, objlease.Options{TTL: 3 * time.Second, Holder: holder}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,11 +202,11 @@ func TestLockerLeaseLostLeavesTickOpen(t *testing.T) {
 func TestNewLockerRefusesNegativePeriods(t *testing.T) {
 	store := mem.New()
 	for _, cfg := range []gocronlease.LockerConfig{{Period: -time.Second}, {Periods: map[string]time.Duration{"x": -1}}} {
-		if _, err := gocronlease.NewLocker(store, objlease.Options{}, cfg); !errors.Is(err, objlease.ErrInvalidOptions) {
+		if _, err := gocronlease.NewLocker(store, objlease.SessionOptions{}, objlease.Options{}, cfg); !errors.Is(err, objlease.ErrInvalidOptions) {
 			t.Errorf("%+v: %v, want ErrInvalidOptions", cfg, err)
 		}
 	}
-	if _, err := gocronlease.NewLocker(store, objlease.Options{TTL: time.Nanosecond}, gocronlease.LockerConfig{}); !errors.Is(err, objlease.ErrInvalidOptions) {
+	if _, err := gocronlease.NewLocker(store, objlease.SessionOptions{}, objlease.Options{TTL: time.Nanosecond}, gocronlease.LockerConfig{}); !errors.Is(err, objlease.ErrInvalidOptions) {
 		t.Errorf("a TTL of 1 ns: %v, want ErrInvalidOptions", err)
 	}
 }
@@ -213,7 +217,7 @@ func TestElectorCloseHandsOver(t *testing.T) {
 	store := mem.New()
 	ctx := context.Background()
 	opts := func(h string) objlease.Options { return objlease.Options{TTL: 300 * time.Millisecond, Holder: h} }
-	a, err := gocronlease.NewElector(ctx, store, "leader", opts("a"))
+	a, err := gocronlease.NewElector(ctx, store, objlease.SessionOptions{}, "leader", opts("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +233,7 @@ func TestElectorCloseHandsOver(t *testing.T) {
 		}
 	}
 	waitLeader(a)
-	b, err := gocronlease.NewElector(ctx, store, "leader", opts("b"))
+	b, err := gocronlease.NewElector(ctx, store, objlease.SessionOptions{}, "leader", opts("b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,3 +260,35 @@ func TestElectorCloseHandsOver(t *testing.T) {
 		t.Fatalf("b's job saw token %d (b says %d), a's was %d", seen, b.Token(), first)
 	}
 }
+
+// The Elector logs through the logger of the SessionOptions it was given.
+func TestElectorLogsToItsSessionLogger(t *testing.T) {
+	var logs syncBuffer
+	ctx := context.Background()
+	e, err := gocronlease.NewElector(ctx, mem.New(), objlease.SessionOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		"leader", objlease.Options{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	deadline := time.Now().Add(waitLong)
+	for !strings.Contains(logs.String(), "gocronlease: leading") {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing logged within %v; logs: %q", waitLong, logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -299,7 +299,7 @@ func testLocker(t *testing.T, offsets map[string]time.Duration) {
 		for _, name := range []string{"a", "b"} {
 			store := &cutStore{Store: open()}
 			t.Cleanup(func() { store.Store.Close() })
-			locker, err := gocronlease.NewLocker(store, objlease.Options{TTL: ttl, Holder: name},
+			locker, err := gocronlease.NewLocker(store, objlease.SessionOptions{}, objlease.Options{TTL: ttl, Holder: name},
 				gocronlease.LockerConfig{Prefix: prefix, Period: period})
 			if err != nil {
 				t.Fatal(err)
@@ -465,7 +465,7 @@ func TestElectorTakeover(t *testing.T) {
 		for _, name := range []string{"a", "b"} {
 			store := &cutStore{Store: open()}
 			t.Cleanup(func() { store.Store.Close() })
-			el, err := gocronlease.NewElector(context.Background(), store, prefix+"leader", objlease.Options{TTL: ttl, Holder: name})
+			el, err := gocronlease.NewElector(context.Background(), store, objlease.SessionOptions{}, prefix+"leader", objlease.Options{TTL: ttl, Holder: name})
 			if err != nil {
 				t.Fatal(err)
 			}
