@@ -42,6 +42,14 @@ func init() {
 	}); err != nil {
 		panic(err)
 	}
+	if err := providers.RegisterHints(Scheme, providers.Hints{
+		Container:     "container",
+		Endpoint:      EnvConnectionString,
+		Credentials:   EnvConnectionString + " or the Azure credential chain",
+		NoCredentials: EnvConnectionString + ", or the Azure credential chain's AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET",
+	}); err != nil {
+		panic(err)
+	}
 }
 
 // OpenURL opens the store named by an azblob://CONTAINER/KEY URL (see the

@@ -24,6 +24,14 @@ func init() {
 	if err := providers.Register("gs", open); err != nil {
 		panic(err)
 	}
+	if err := providers.RegisterHints("gs", providers.Hints{
+		Container:     "bucket",
+		Endpoint:      "STORAGE_EMULATOR_HOST",
+		Credentials:   "GOOGLE_APPLICATION_CREDENTIALS",
+		NoCredentials: "GOOGLE_APPLICATION_CREDENTIALS",
+	}); err != nil {
+		panic(err)
+	}
 }
 
 // open is the Opener for gs://BUCKET/KEY URLs.
