@@ -14,6 +14,7 @@ import (
 
 	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/internal/entropy"
+	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -538,5 +539,5 @@ func (c *Client) Options() Options { return c.opts }
 
 // wait blocks for d on the client's clock, or until ctx ends.
 func (c *Client) wait(ctx context.Context, d time.Duration) error {
-	return ctxsleep.On(ctx, c.opts.Clock, d)
+	return clock.Sleep(ctx, c.opts.Clock, d)
 }
