@@ -15,8 +15,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/objlease/objlease/internal/bucketname"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/internal/bucketname"
 )
 
 // Scheme is the URL scheme this package registers with providers.Register.

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/api/option"
 	htransport "google.golang.org/api/transport/http"
 
-	"github.com/objlease/objlease/internal/bucketname"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/internal/bucketname"
 )
 
 func init() {

@@ -14,8 +14,8 @@ import (
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/objlease/objlease/internal/bucketname"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/internal/bucketname"
 )
 
 func init() {
