@@ -432,7 +432,7 @@ func orHint(hint string) string {
 }
 
 // whereEndpoint names where the URL's store takes its address from:
-// "?endpoint= or AWS_ENDPOINT_URL", or "?endpoint=" alone.
+// "?endpoint= or " and its store's Endpoint hint, or "?endpoint=" alone.
 func whereEndpoint(rawURL string) string {
 	return "?endpoint=" + orHint(hintsOf(rawURL).Endpoint)
 }
