@@ -564,5 +564,5 @@ func (c *Client) Session() *Session { return c.sess }
 
 // wait blocks for d on the client's clock, or until ctx ends.
 func (c *Client) wait(ctx context.Context, d time.Duration) error {
-	return ctxsleep.On(ctx, c.opts.Clock, d)
+	return clock.Sleep(ctx, c.opts.Clock, d)
 }

@@ -21,6 +21,12 @@
 //     what middleware such as faulty wraps; NewBucket turns one into a
 //     Bucket. Every driver passes the same conformance suite in
 //     providertest.
+//
+// Open picks the opener a provider registered for the URL's scheme
+// (Register). With the scheme a provider also registers its Hints
+// (RegisterHints): its own words for what to check when its store is not
+// set up, which HintsFor gives a program that reports failures, so that
+// the program names no store itself.
 package providers
 
 import (

@@ -170,7 +170,7 @@ type saidError struct {
 func (e *saidError) Error() string { return e.what + ": " + e.err.Error() }
 func (e *saidError) Unwrap() error { return e.err }
 
-// opError is a command's failure on one URL: "inspect s3://b/k: ...".
+// opError is a command's failure on one URL: "inspect URL: ...".
 type opError struct {
 	op  string
 	url string
@@ -291,13 +291,11 @@ func reason(err error, rawURL string) string {
 			what = "is an objlease record of a newer schema"
 		}
 		return fmt.Sprintf("the object at %q %s: %s; it is left alone unless --force is given", oe.Key, what, oe.Reason)
-	case errors.Is(err, providers.ErrNoBucket) && s3EndpointPath(rawURL) != "":
-		// The requests carry the endpoint's path before the bucket: the
-		// store looked for another bucket, or for none.
-		ep := s3Endpoint(rawURL)
-		return fmt.Sprintf("%s %q does not exist at that endpoint, whose path %s S3 requests carry before the bucket: an S3 endpoint is the server's address alone (%s://%s), or check the name", bucketWord(rawURL), bucketOf(rawURL), ep.Path, ep.Scheme, ep.Host)
+	case errors.Is(err, providers.ErrNoBucket) && noBucketHint(rawURL) != "":
+		// The URL explains it, in its store's words.
+		return noBucketHint(rawURL)
 	case errors.Is(err, providers.ErrNoBucket):
-		return fmt.Sprintf("%s %q does not exist (check the name or %s)", bucketWord(rawURL), bucketOf(rawURL), endpointHint(rawURL))
+		return fmt.Sprintf("%s %q does not exist (check the name%s)", hintsOf(rawURL).Container, bucketOf(rawURL), orHint(hintsOf(rawURL).Endpoint))
 	case errors.Is(err, providers.ErrPermission) && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) && errors.As(err, &pe):
 		// Nothing was refused to anyone: the disk, or the user's quota, is full.
 		what := "the file system is full"
@@ -311,31 +309,31 @@ func reason(err error, rawURL string) string {
 	case errors.Is(err, providers.ErrAccessDenied) && errors.As(err, &pe):
 		return fmt.Sprintf("%s %q: access denied: the credentials were accepted, and lack the permission for this request (see docs/permissions.md)", pe.Op, pe.Key)
 	case errors.Is(err, providers.ErrNoCredentials):
-		return "no credentials found (set " + missingCredentialHint(rawURL) + ")"
+		return "no credentials found" + parenHint("set", hintsOf(rawURL).NoCredentials)
 	case errors.Is(err, providers.ErrPermission):
-		return "the store refused the credentials (check " + credentialHint(rawURL) + ")"
+		return "the store refused the credentials" + parenHint("check", hintsOf(rawURL).Credentials)
 	case errors.Is(err, providers.ErrWrongEndpoint):
 		msg := "the endpoint does not serve the store's API"
 		if errors.As(err, &pe) {
 			msg = core(pe)
 		}
-		return msg + " (check ?endpoint= or " + endpointHint(rawURL) + ")"
+		return msg + " (check " + whereEndpoint(rawURL) + ")"
 	case errors.As(err, &timeout):
 		what := "store unreachable"
 		if errors.Is(err, providers.ErrUnknownOutcome) {
 			what = "outcome of a write unknown (it may have landed)"
 		}
-		return fmt.Sprintf("%s: %v (check ?endpoint= or %s, and the network; --request-timeout sets the wait)", what, timeout, endpointHint(rawURL))
+		return fmt.Sprintf("%s: %v (check %s the network; --request-timeout sets the wait)", what, timeout, whereEndpointAnd(rawURL))
 	case errors.Is(err, providers.ErrUnreachable):
 		why := "no connection could be made"
 		if errors.As(err, &ne) {
 			why = ne.Error()
 		}
-		return "store unreachable: " + why + " (check ?endpoint= or " + endpointHint(rawURL) + ", and the network)"
+		return "store unreachable: " + why + " (check " + whereEndpointAnd(rawURL) + " the network)"
 	case errors.As(err, &ne):
 		return fmt.Sprintf("cannot reach the store: %v (check the endpoint and the network)", ne)
 	case errors.Is(err, providers.ErrInvalidBucket) && errors.As(err, &pe) && bucketOf(rawURL) != "":
-		msg := fmt.Sprintf("the store does not accept the %s name %q", bucketWord(rawURL), bucketOf(rawURL))
+		msg := fmt.Sprintf("the store does not accept the %s name %q", hintsOf(rawURL).Container, bucketOf(rawURL))
 		if parts, ok := pe.Err.(interface{ Unwrap() []error }); ok && len(parts.Unwrap()) > 1 {
 			msg += ": " + parts.Unwrap()[1].Error() // the store's answer
 		}
@@ -398,76 +396,62 @@ func core(pe *providers.Error) string {
 	return msg
 }
 
-// s3Endpoint is the endpoint an s3:// URL's requests go to, from
-// ?endpoint= or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL; nil if none is
-// given or the URL is not an s3:// one.
-func s3Endpoint(rawURL string) *url.URL {
+// hintsOf is the Hints of the URL's store, as its provider registered
+// them; neutral for a URL that does not parse or a scheme no provider
+// gave hints for.
+func hintsOf(rawURL string) providers.Hints {
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "s3" {
-		return nil
+	if err != nil {
+		h, _ := providers.HintsFor("")
+		return h
 	}
-	ep := u.Query().Get("endpoint")
-	for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
-		if ep == "" {
-			ep = os.Getenv(v)
-		}
-	}
-	e, err := url.Parse(ep)
-	if ep == "" || err != nil {
-		return nil
-	}
-	return e
+	h, _ := providers.HintsFor(u.Scheme)
+	return h
 }
 
-// s3EndpointPath is the path of an s3:// URL's endpoint, "" if it has
-// none.
-func s3EndpointPath(rawURL string) string {
-	if e := s3Endpoint(rawURL); e != nil && strings.Trim(e.Path, "/") != "" {
-		return e.Path
+// noBucketHint is the store's own reason for a missing container that the
+// URL explains, "" if there is none.
+func noBucketHint(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	if h := hintsOf(rawURL); h.NoBucket != nil {
+		return h.NoBucket(u)
 	}
 	return ""
 }
 
-// bucketWord is what the URL's store calls a bucket.
-func bucketWord(rawURL string) string {
-	return byStore(rawURL, "bucket", "container", "bucket")
-}
-
-// endpointHint names where the URL's store takes its address from.
-func endpointHint(rawURL string) string {
-	return byStore(rawURL,
-		"STORAGE_EMULATOR_HOST",
-		"AZURE_STORAGE_CONNECTION_STRING",
-		"AWS_ENDPOINT_URL")
-}
-
-// credentialHint names where the URL's store takes its credentials from.
-func credentialHint(rawURL string) string {
-	return byStore(rawURL,
-		"GOOGLE_APPLICATION_CREDENTIALS",
-		"AZURE_STORAGE_CONNECTION_STRING or the Azure credential chain",
-		"AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
-}
-
-// missingCredentialHint names what to set when the URL's store found no
-// credentials at all.
-func missingCredentialHint(rawURL string) string {
-	return byStore(rawURL,
-		"GOOGLE_APPLICATION_CREDENTIALS",
-		"AZURE_STORAGE_CONNECTION_STRING, or the Azure credential chain's AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET",
-		"AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
-}
-
-// byStore picks by the URL's scheme: gcs for a GCS URL, azure for an Azure
-// Blob one, s3 for any other.
-func byStore(rawURL, gcs, azure, s3 string) string {
-	switch {
-	case strings.HasPrefix(rawURL, "gs:"):
-		return gcs
-	case strings.HasPrefix(rawURL, "azblob:"):
-		return azure
+// orHint is " or "+hint, or "" without a hint: what follows a check of
+// the URL itself.
+func orHint(hint string) string {
+	if hint == "" {
+		return ""
 	}
-	return s3
+	return " or " + hint
+}
+
+// whereEndpoint names where the URL's store takes its address from:
+// "?endpoint= or " and its store's Endpoint hint, or "?endpoint=" alone.
+func whereEndpoint(rawURL string) string {
+	return "?endpoint=" + orHint(hintsOf(rawURL).Endpoint)
+}
+
+// whereEndpointAnd is whereEndpoint followed by the "and" that joins one
+// more thing to check to it.
+func whereEndpointAnd(rawURL string) string {
+	if hintsOf(rawURL).Endpoint == "" {
+		return "?endpoint= and"
+	}
+	return whereEndpoint(rawURL) + ", and"
+}
+
+// parenHint is " ("+verb+" "+hint+")", or "" without a hint.
+func parenHint(verb, hint string) string {
+	if hint == "" {
+		return ""
+	}
+	return " (" + verb + " " + hint + ")"
 }
 
 // keyOf names the object a store error is about, or else the URL.

@@ -63,7 +63,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
@@ -284,7 +283,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.log.Error("leaving the group: waiting cannot cure this", slog.Any("err", runErr))
 			break
 		}
-		if ctxsleep.On(ctx, w.clock, w.opts.PollInterval) != nil {
+		if clock.Sleep(ctx, w.clock, w.opts.PollInterval) != nil {
 			break
 		}
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/objlease/objlease/internal/bucketname"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/internal/bucketname"
 )
 
 // Scheme is the URL scheme this package registers with providers.Register.
@@ -39,6 +39,14 @@ func init() {
 			return nil, "", err
 		}
 		return s, key, nil
+	}); err != nil {
+		panic(err)
+	}
+	if err := providers.RegisterHints(Scheme, providers.Hints{
+		Container:     "container",
+		Endpoint:      EnvConnectionString,
+		Credentials:   EnvConnectionString + " or the Azure credential chain",
+		NoCredentials: EnvConnectionString + ", or the Azure credential chain's AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET",
 	}); err != nil {
 		panic(err)
 	}

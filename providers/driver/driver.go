@@ -27,7 +27,11 @@
 //	}
 //
 // where open reads the URL and providers.OpenOptions (an HTTP store wraps
-// its transport with OpenOptions.Transport when it is set).
+// its transport with OpenOptions.Transport when it is set). Next to it,
+// providers.RegisterHints gives the scheme its providers.Hints: what the
+// store calls a bucket and which settings carry its endpoint and its
+// credentials, which the objlease command prints when the store is not
+// set up.
 //
 // The driver's methods are called only after the shared checks passed
 // (see Driver). Each maps its store's answers onto the sentinels of this

@@ -156,6 +156,9 @@ func init() {
 	if err := providers.Register("file", open); err != nil {
 		panic(err)
 	}
+	if err := providers.RegisterHints("file", providers.Hints{Container: "directory"}); err != nil {
+		panic(err)
+	}
 }
 
 // store keeps objects in a directory. It is safe for concurrent use by

@@ -16,12 +16,20 @@ import (
 	"google.golang.org/api/option"
 	htransport "google.golang.org/api/transport/http"
 
-	"github.com/objlease/objlease/internal/bucketname"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/internal/bucketname"
 )
 
 func init() {
 	if err := providers.Register("gs", open); err != nil {
+		panic(err)
+	}
+	if err := providers.RegisterHints("gs", providers.Hints{
+		Container:     "bucket",
+		Endpoint:      "STORAGE_EMULATOR_HOST",
+		Credentials:   "GOOGLE_APPLICATION_CREDENTIALS",
+		NoCredentials: "GOOGLE_APPLICATION_CREDENTIALS",
+	}); err != nil {
 		panic(err)
 	}
 }

@@ -14,14 +14,44 @@ import (
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
 
-	"github.com/objlease/objlease/internal/bucketname"
 	"github.com/objlease/objlease/providers"
+	"github.com/objlease/objlease/providers/internal/bucketname"
 )
 
 func init() {
 	if err := providers.Register("s3", open); err != nil {
 		panic(err)
 	}
+	if err := providers.RegisterHints("s3", hints); err != nil {
+		panic(err)
+	}
+}
+
+// hints are what to check when an s3:// URL's store is not set up.
+var hints = providers.Hints{
+	Container:     "bucket",
+	Endpoint:      "AWS_ENDPOINT_URL",
+	Credentials:   "AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+	NoCredentials: "AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+	NoBucket:      endpointPathHint,
+}
+
+// endpointPathHint explains a missing bucket by the path of u's endpoint
+// (?endpoint=, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL), which requests
+// carry before the bucket: the store looked for another bucket, or for
+// none. It is "" for an endpoint without a path.
+func endpointPathHint(u *url.URL) string {
+	ep := u.Query().Get("endpoint")
+	for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"} {
+		if ep == "" {
+			ep = os.Getenv(v)
+		}
+	}
+	e, err := url.Parse(ep)
+	if ep == "" || err != nil || strings.Trim(e.Path, "/") == "" {
+		return ""
+	}
+	return fmt.Sprintf("bucket %q does not exist at that endpoint, whose path %s S3 requests carry before the bucket: an S3 endpoint is the server's address alone (%s://%s), or check the name", u.Host, e.Path, e.Scheme, e.Host)
 }
 
 // BucketRule is the rule for S3 bucket names (general purpose and
