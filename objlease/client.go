@@ -458,7 +458,7 @@ func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string, 
 			// land, so that the next attempt finds it rather than racing
 			// it again. This is network time, not lease time: it waits on
 			// Go's timers, which a synctest bubble fakes, while
-			// Options.Clock may be a fake clock that a test never advances.
+			// the session's clock may be a fake one that a test never advances.
 			if err := ctxsleep.For(ctx, c.jitter(backoff(conflictWait, time.Second, attempt-1))); err != nil {
 				return res, uncertain, err
 			}

@@ -58,7 +58,7 @@ func IsPermanent(err error) bool {
 // conflictWait is the first wait after a write refused by a racing one
 // still in flight; it doubles with each attempt. It is network time, not
 // lease time (it decides nothing about expiry): it runs on Go's timers,
-// which a synctest bubble fakes, not on Options.Clock, which a test may
+// which a synctest bubble fakes, not on the session's clock, which a test may
 // never advance.
 const conflictWait = 30 * time.Millisecond
 

@@ -137,7 +137,7 @@ func TestTokenExhausted(t *testing.T) {
 	unchanged(t, m, res.Version, []byte(foreign))
 }
 
-// Two processes whose Options.Rand have the same seed still write
+// Two processes whose SessionOptions.Rand have the same seed still write
 // different nonces.
 func TestNoncesUniqueWhateverTheSeed(t *testing.T) {
 	ctx := context.Background()
