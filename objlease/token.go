@@ -1,7 +1,9 @@
 package objlease
 
 // This file holds the fencing-token rule: a new token is above every token
-// the record, this client and the options show, and is never sent back.
+// the record, this client and the options show, and is never sent back
+// (the step to the next one, refusing to wrap, is recordwrite.NextToken,
+// shared with the Kubernetes lock).
 
 import (
 	"context"
