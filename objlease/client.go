@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/objlease/objlease/internal/ctxsleep"
 	"github.com/objlease/objlease/internal/entropy"
+	"github.com/objlease/objlease/internal/recordwrite"
 	"github.com/objlease/objlease/objlease/clock"
 	"github.com/objlease/objlease/providers"
 )
@@ -365,7 +365,7 @@ func (c *Client) write(ctx context.Context, o *observation) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, err := c.nextToken(base)
+	token, err := recordwrite.NextToken("lease", c.key, base)
 	if err != nil {
 		return nil, err
 	}
@@ -410,60 +410,61 @@ func (c *Client) say(level slog.Level, msg string, attrs ...any) {
 // putTracked is put; uncertain reports that an attempt's outcome was
 // unknown, so that it may have landed even if put reports a refusal. say
 // logs its lines (a write re-read after an unknown outcome or a racing
-// write).
+// write). The write loop is the shared one (recordwrite.Writer.Write): the
+// client's part is its clock for the waits between re-reads and its
+// recognition of its own write (readBack).
 func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string, say func(level slog.Level, msg string, attrs ...any)) (_ providers.WriteResult, uncertain bool, _ error) {
 	body, err := encodeRecord(rec)
 	if err != nil {
 		return providers.WriteResult{}, false, err
 	}
-	for attempt := 1; ; attempt++ {
-		var res providers.WriteResult
-		if ifVersion == "" {
-			res, err = c.store.Create(ctx, c.key, body, nil)
-		} else {
-			res, err = c.store.Replace(ctx, c.key, body, nil, ifVersion)
-		}
-		if err == nil {
-			c.mu.Lock()
-			c.view = &observation{version: res.Version, rec: rec, since: c.opts.Clock.Now(), mine: true}
-			c.highest = max(c.highest, rec.Token)
-			c.mu.Unlock()
-			return res, uncertain, nil
-		}
-		// A retry refused: perhaps by an earlier attempt that landed late.
-		lateOwn := attempt > 1 && errors.Is(err, providers.ErrPrecondition)
-		if !lateOwn && !errors.Is(err, providers.ErrUnknownOutcome) && !errors.Is(err, providers.ErrConflict) {
-			return res, uncertain, err
-		}
-		uncertain = uncertain || errors.Is(err, providers.ErrUnknownOutcome)
-		if errors.Is(err, providers.ErrConflict) {
-			// Nothing was written: a racing write to the record held it.
-			say(slog.LevelInfo, "write refused by a racing write; re-reading", slog.Any("err", err))
-		} else {
-			say(slog.LevelWarn, "write outcome unknown; re-reading", slog.Any("err", err))
-		}
-		if !nonceCheck() {
-			return providers.WriteResult{}, uncertain, nil // assume it landed
-		}
-		res, landed, rerr := c.resolve(ctx, rec, ifVersion, err)
-		if rerr != nil || landed {
-			return res, uncertain, rerr
-		}
-		if attempt == 3 {
-			return res, uncertain, err
-		}
-		if errors.Is(err, providers.ErrConflict) {
-			// The racing write is still being applied (S3: "a conflicting
-			// conditional operation is in progress"): give it the time to
-			// land, so that the next attempt finds it rather than racing
-			// it again. This is network time, not lease time: it waits on
-			// Go's timers, which a synctest bubble fakes, while
-			// the session's clock may be a fake one that a test never advances.
-			if err := ctxsleep.For(ctx, c.jitter(backoff(conflictWait, time.Second, attempt-1))); err != nil {
-				return res, uncertain, err
-			}
-		}
+	w := recordwrite.Writer{
+		Store: c.store,
+		Key:   c.key,
+		Noun:  "lease",
+		Unusable: func(err error) bool {
+			var re *Error
+			return errors.As(err, &re) // the object is not a usable record
+		},
+		Permanent: IsPermanent,
+		// Re-reads wait on the lease clock; a conflict's wait is network
+		// time, on Go's timers, which a synctest bubble fakes, while the
+		// session's clock may be a fake one that a test never advances.
+		Sleep:  c.wait,
+		Jitter: c.jitter,
+		Log:    say,
 	}
+	r, err := w.Write(ctx, body, ifVersion, func(ctx context.Context) (recordwrite.Found, error) {
+		return c.readBack(ctx, rec)
+	})
+	if err == nil && !r.ReadBack {
+		c.mu.Lock()
+		c.view = &observation{version: r.Version, rec: rec, since: c.opts.Clock.Now(), mine: true}
+		c.highest = max(c.highest, rec.Token)
+		c.mu.Unlock()
+	}
+	return r.WriteResult, r.Uncertain, err
+}
+
+// readBack re-reads the record to resolve the write of rec: it is this
+// client's own write if it carries rec's nonce, token, state and holder.
+func (c *Client) readBack(ctx context.Context, rec *Record) (recordwrite.Found, error) {
+	if !nonceCheck() {
+		return recordwrite.Found{Own: true}, nil // assume it landed
+	}
+	o, err := c.read(ctx)
+	if err != nil {
+		return recordwrite.Found{}, err
+	}
+	if o.rec != nil && o.rec.Nonce == rec.Nonce && o.rec.Token == rec.Token && o.rec.State == rec.State &&
+		(o.rec.Holder == rec.Holder || !ownWriteCheck()) {
+		// Its own write, token and state too: a record rewritten after the
+		// write landed may keep the nonce (a hand edit), and is someone
+		// else's write.
+		return recordwrite.Found{Version: o.version, Own: true,
+			Result: providers.WriteResult{Version: o.version, LastModified: o.attrs.LastModified, StoreTime: o.attrs.StoreTime}}, nil
+	}
+	return recordwrite.Found{Version: o.version}, nil
 }
 
 // Acquire waits until it holds the lease or ctx ends. While the lease is
@@ -510,7 +511,7 @@ func (c *Client) Break(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if rec.Token, err = c.nextToken(base); err != nil {
+		if rec.Token, err = recordwrite.NextToken("lease", c.key, base); err != nil {
 			return 0, err
 		}
 		_, err = c.put(ctx, rec, o.version)

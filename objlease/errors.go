@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/objlease/objlease/internal/recordwrite"
 )
 
 var (
@@ -34,7 +36,8 @@ var (
 	ErrFencedObject = errors.New("object is a fenced data object, not a lease record")
 	// ErrTokenExhausted: the record's token is the largest a token can be,
 	// so no one can take the lease again (the next token would wrap to 0).
-	ErrTokenExhausted = errors.New("fencing token exhausted")
+	// It is declared once, with the shared write path (internal/recordwrite).
+	ErrTokenExhausted = recordwrite.ErrTokenExhausted
 	// ErrTokenUnknown: a new token cannot be proven to be above every token
 	// issued for the lease. Options.Force would replace an object at the
 	// key that is not a valid record, and neither the object, nor this
@@ -49,7 +52,8 @@ var (
 	// ErrAmbiguous: a write's outcome could not be determined, even by
 	// re-reading, before the context ended. The lease may or may not be held
 	// by this client; if it is, it expires on its own after its TTL.
-	ErrAmbiguous = errors.New("outcome of lease write could not be determined")
+	// It is declared once, with the shared write path (internal/recordwrite).
+	ErrAmbiguous = recordwrite.ErrAmbiguous
 	// ErrSessionClosed: the client's Session has been closed (see
 	// Session.Close); it sends no more requests.
 	ErrSessionClosed = errors.New("session closed")

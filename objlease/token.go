@@ -1,14 +1,15 @@
 package objlease
 
 // This file holds the fencing-token rule: a new token is above every token
-// the record, this client and the options show, and is never sent back.
+// the record, this client and the options show, and is never sent back
+// (the step to the next one, refusing to wrap, is recordwrite.NextToken,
+// shared with the Kubernetes lock).
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strconv"
 
 	"github.com/objlease/objlease/internal/fencemeta"
@@ -109,13 +110,4 @@ func (c *Client) floor(ctx context.Context) (uint64, error) {
 		f = max(f, t)
 	}
 	return f, nil
-}
-
-// nextToken returns the token after t, refusing to wrap around to 0.
-func (c *Client) nextToken(t uint64) (uint64, error) {
-	if t == math.MaxUint64 {
-		return 0, fmt.Errorf("lease %q: %w: token %d is the largest a token can be; the next one would wrap around to 0, which fenced resources would take for a stale holder's",
-			c.key, ErrTokenExhausted, t)
-	}
-	return t + 1, nil
 }

@@ -31,10 +31,13 @@
 // (providers.ErrUnknownOutcome) is resolved by re-reading the record: each
 // write carries a nonce of its own, so the lock recognises its own write
 // if it landed, tries again with the same bytes if nothing changed, and
-// reports a conflict if someone else wrote first. An object at the key
-// that is not such a record, or whose holder, TTL and data disagree (a
-// record changed by hand), is an error naming the key (ErrBadRecord); the
-// lock never overwrites it.
+// reports a conflict if someone else wrote first; a read error that
+// re-reading will not cure (a missing bucket, refused credentials) ends it
+// at once, with an error matching objlease.ErrAmbiguous and the cause.
+// objlease's own writes follow the same rules, in the same code. An object
+// at the key that is not such a record, or whose holder, TTL and data
+// disagree (a record changed by hand), is an error naming the key
+// (ErrBadRecord); the lock never overwrites it.
 //
 // # Fencing tokens
 //

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	mrand "math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/objlease/objlease/internal/recordwrite"
 	"github.com/objlease/objlease/objlease"
 	"github.com/objlease/objlease/providers"
 )
@@ -46,10 +46,6 @@ var groupResource = schema.GroupResource{Group: "objlease", Resource: "leases"}
 // ownWrites is how many of its latest writes a lock recognises as its own
 // when it reads them back, whatever became of their replies.
 const ownWrites = 8
-
-// resolveAttempts bounds how often a write is sent again after its
-// outcome was found not to have landed.
-const resolveAttempts = 3
 
 // Lock is a client-go resourcelock.Interface kept as an objlease lease
 // record at one key of a store. It is safe for concurrent use; client-go
@@ -336,10 +332,9 @@ func (l *Lock) record(ler rl.LeaderElectionRecord, prev *seen) (*objlease.Record
 		rec.Renewals = prev.rec.Renewals + 1
 		return rec, nil
 	}
-	if base == math.MaxUint64 {
-		return nil, fmt.Errorf("resourcelock %q: %w: token %d is the largest a token can be", l.key, objlease.ErrTokenExhausted, base)
+	if rec.Token, err = recordwrite.NextToken("resourcelock", l.key, base); err != nil {
+		return nil, err
 	}
-	rec.Token = base + 1
 	return rec, nil
 }
 
@@ -356,62 +351,45 @@ func (l *Lock) nonce() string {
 	return n
 }
 
-// write writes rec conditionally (create if ifVersion is ""). If the
+// write writes rec conditionally (create if ifVersion is ""), on the
+// write path objlease's own writes take (recordwrite.Writer.Write): if the
 // outcome is unknown, or the store reports a conflict, it re-reads until
 // it can tell whether rec landed (the record then carries rec's nonce);
-// if the object is unchanged, it sends the same bytes again, a few times.
-// An earlier attempt can land late, before the retry: the retry is then
-// refused, and that refusal too is resolved by re-reading.
+// if the object is unchanged, it sends the same bytes again, a few times;
+// after a conflict it waits for the racing write to land. A read error
+// that re-reading will not cure (objlease.IsPermanent: a missing bucket,
+// refused credentials) ends it at once with objlease.ErrAmbiguous; so
+// does the end of ctx. A later Get still recognises the write as this
+// lock's if it landed.
 func (l *Lock) write(ctx context.Context, ler rl.LeaderElectionRecord, rec *objlease.Record, ifVersion string) error {
 	body, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("resourcelock %q: %w", l.key, err)
 	}
-	for attempt := 1; ; attempt++ {
-		var res providers.WriteResult
-		if ifVersion == "" {
-			res, err = l.store.Create(ctx, l.key, body, nil)
-		} else {
-			res, err = l.store.Replace(ctx, l.key, body, nil, ifVersion)
-		}
-		if err == nil {
-			l.wrote(&seen{version: res.Version, rec: rec, ler: ler, mine: true})
-			return nil
-		}
-		lateOwn := attempt > 1 && errors.Is(err, providers.ErrPrecondition)
-		if !lateOwn && !errors.Is(err, providers.ErrUnknownOutcome) && !errors.Is(err, providers.ErrConflict) {
-			return fmt.Errorf("resourcelock %q: writing the record: %w", l.key, err)
-		}
-		l.log.Warn("write refused by a race or its reply lost; re-reading", slog.Any("err", err))
-		landed, rerr := l.resolve(ctx, rec, ifVersion, err)
-		if rerr != nil {
-			return rerr
-		}
-		if landed {
-			return nil
-		}
-		if attempt == resolveAttempts {
-			return fmt.Errorf("resourcelock %q: writing the record: %w", l.key, err)
-		}
-		if errors.Is(err, providers.ErrConflict) {
-			// S3's 409: another conditional write to the key was in flight.
-			// Give it time to land (30 ms, then 60, jittered, as the core's
-			// writes do), so that the next read finds it rather than
-			// racing it again.
-			t := time.NewTimer(conflictWait<<(attempt-1) - time.Duration(mrand.Int64N(int64(conflictWait<<(attempt-1)/5))))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return fmt.Errorf("resourcelock %q: writing the record: %w; waiting: %w", l.key, err, context.Cause(ctx))
-			case <-t.C:
-			}
-		}
+	w := recordwrite.Writer{
+		Store:     l.store,
+		Key:       l.key,
+		Noun:      "resourcelock",
+		Unusable:  func(err error) bool { return errors.Is(err, ErrBadRecord) },
+		Permanent: objlease.IsPermanent,
+		Log: func(level slog.Level, msg string, attrs ...any) {
+			l.log.Log(context.Background(), level, msg, attrs...)
+		},
 	}
+	r, err := w.Write(ctx, body, ifVersion, func(ctx context.Context) (recordwrite.Found, error) {
+		return l.readBack(ctx, rec)
+	})
+	switch {
+	case err == nil && !r.ReadBack:
+		l.wrote(&seen{version: r.Version, rec: rec, ler: ler, mine: true})
+		return nil
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrBadRecord), errors.Is(err, objlease.ErrAmbiguous):
+		return err // names the key
+	}
+	return fmt.Errorf("resourcelock %q: writing the record: %w", l.key, err)
 }
-
-// conflictWait is the first wait after a write refused by a racing one
-// still in flight.
-const conflictWait = 30 * time.Millisecond
 
 // wrote makes s, written by this lock, its current view.
 func (l *Lock) wrote(s *seen) {
@@ -424,39 +402,19 @@ func (l *Lock) wrote(s *seen) {
 	}
 }
 
-// resolve re-reads the record until it can tell whether rec, written over
-// ifVersion, landed. It reports landed = false with no error if the
-// object is as it was before the write, and an error matching
-// providers.ErrPrecondition if someone else's write is there instead.
-// If ctx ends first the outcome stays unknown: the error matches cause,
-// and a later Get still recognises the write as this lock's if it landed.
-func (l *Lock) resolve(ctx context.Context, rec *objlease.Record, ifVersion string, cause error) (bool, error) {
-	backoff := 50 * time.Millisecond
-	for {
-		s, _, err := l.read(ctx)
-		if err == nil {
-			switch {
-			case s.rec != nil && s.rec.Nonce == rec.Nonce && s.rec.Token == rec.Token && s.rec.Holder == rec.Holder:
-				// Token and holder too: a record rewritten after the write
-				// landed may keep its nonce, and is not this lock's.
-				l.log.Info("the write landed", slog.Uint64("token", rec.Token))
-				l.wrote(s)
-				return true, nil
-			case s.version == ifVersion: // unchanged ("" == absent, for a create)
-				return false, nil
-			}
-			return false, fmt.Errorf("resourcelock %q: another write came first: %w (after %v)", l.key, providers.ErrPrecondition, cause)
-		}
-		if errors.Is(err, ErrBadRecord) {
-			return false, err
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false, fmt.Errorf("resourcelock %q: %w; re-reading: %w", l.key, cause, err)
-		case <-t.C:
-		}
-		backoff = min(2*backoff, time.Second)
+// readBack re-reads the record to resolve the write of rec: it is this
+// lock's own write if it carries rec's nonce, token and holder.
+func (l *Lock) readBack(ctx context.Context, rec *objlease.Record) (recordwrite.Found, error) {
+	s, _, err := l.read(ctx)
+	if err != nil {
+		return recordwrite.Found{}, err
 	}
+	if s.rec != nil && s.rec.Nonce == rec.Nonce && s.rec.Token == rec.Token && s.rec.Holder == rec.Holder {
+		// Token and holder too: a record rewritten after the write landed
+		// may keep its nonce, and is not this lock's.
+		l.log.Info("the write landed", slog.Uint64("token", rec.Token))
+		l.wrote(s)
+		return recordwrite.Found{Version: s.version, Own: true}, nil
+	}
+	return recordwrite.Found{Version: s.version}, nil
 }

@@ -475,3 +475,52 @@ func TestRewrittenOwnWriteIsNotAdopted(t *testing.T) {
 		t.Fatalf("record token %d after the updates, want the rewrite's %d left alone", rec.Token, uint64(1<<62))
 	}
 }
+
+// gonePermanentlyStore loses the reply of its first Replace, which never
+// lands, and then refuses every read: its bucket is gone.
+type gonePermanentlyStore struct {
+	providers.Store
+	mu   sync.Mutex
+	gone bool
+}
+
+func (s *gonePermanentlyStore) Replace(ctx context.Context, k string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gone = true
+	return providers.WriteResult{}, providers.Wrap("replace", k, providers.ErrUnknownOutcome, errors.New("connection reset"))
+}
+
+func (s *gonePermanentlyStore) Get(ctx context.Context, k string, maxBytes int64) (*providers.Object, error) {
+	s.mu.Lock()
+	gone := s.gone
+	s.mu.Unlock()
+	if gone {
+		return nil, providers.Wrap("get", k, providers.ErrNoBucket, nil)
+	}
+	return s.Store.Get(ctx, k, maxBytes)
+}
+
+// A write whose reply is lost is resolved by re-reading; a read error that
+// re-reading will not cure (a missing bucket) ends that at once, as the
+// core's writes do, rather than when the context ends.
+func TestPermanentReadErrorEndsResolution(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &gonePermanentlyStore{Store: mem.New()}
+		a := newLock(t, store, "a")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := a.Create(ctx, ler("a", 0)); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err := a.Update(ctx, ler("a", 0))
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("Update returned after %v (%v), want at once", waited, err)
+		}
+		if !errors.Is(err, providers.ErrNoBucket) || !errors.Is(err, objlease.ErrAmbiguous) ||
+			!errors.Is(err, providers.ErrUnknownOutcome) || !strings.Contains(err.Error(), `"`+key+`"`) {
+			t.Fatalf("Update: %v, want ErrAmbiguous naming the key and matching ErrNoBucket and the lost reply", err)
+		}
+	})
+}
