@@ -398,25 +398,23 @@ func (c *Client) write(ctx context.Context, o *observation) (*Lease, error) {
 // before the retry: the retry is then refused, and that refusal too is
 // resolved by re-reading for the nonce.
 func (c *Client) put(ctx context.Context, rec *Record, ifVersion string) (providers.WriteResult, error) {
-	res, _, err := c.putTracked(ctx, rec, ifVersion, c.say)
+	res, _, err := c.putTracked(ctx, rec, ifVersion, nil)
 	return res, err
-}
-
-// say logs a line of the client's own writes with its logger.
-func (c *Client) say(level slog.Level, msg string, attrs ...any) {
-	c.log.Log(context.Background(), level, msg, attrs...)
 }
 
 // putTracked is put; uncertain reports that an attempt's outcome was
 // unknown, so that it may have landed even if put reports a refusal. say
 // logs its lines (a write re-read after an unknown outcome or a racing
-// write). The write loop is the shared one (recordwrite.Writer.Write): the
+// write); nil: the client's logger. The write loop is the shared one (recordwrite.Writer.Write): the
 // client's part is its clock for the waits between re-reads and its
 // recognition of its own write (readBack).
 func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string, say func(level slog.Level, msg string, attrs ...any)) (_ providers.WriteResult, uncertain bool, _ error) {
 	body, err := encodeRecord(rec)
 	if err != nil {
 		return providers.WriteResult{}, false, err
+	}
+	if say == nil {
+		say = func(level slog.Level, msg string, attrs ...any) { c.log.Log(context.Background(), level, msg, attrs...) }
 	}
 	w := recordwrite.Writer{
 		Store: c.store,

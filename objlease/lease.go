@@ -485,7 +485,7 @@ func (l *Lease) release(ctx context.Context) error {
 	var err error
 	var uncertain bool
 	if keepRecordOnRelease() {
-		_, uncertain, err = l.c.putTracked(ctx, &next, version, l.c.say)
+		_, uncertain, err = l.c.putTracked(ctx, &next, version, nil)
 	} else {
 		err = l.c.store.Delete(ctx, l.c.key, version)
 	}
@@ -494,7 +494,7 @@ func (l *Lease) release(ctx context.Context) error {
 		if rerr == nil && l.ownWrite(o, next.Token, own) {
 			// A renewal abandoned by the cancellation above landed after all.
 			var u bool
-			_, u, err = l.c.putTracked(ctx, &next, o.version, l.c.say)
+			_, u, err = l.c.putTracked(ctx, &next, o.version, nil)
 			uncertain = uncertain || u
 			if errors.Is(err, providers.ErrPrecondition) {
 				o, rerr = l.c.read(ctx)
