@@ -414,7 +414,9 @@ func (c *Client) putTracked(ctx context.Context, rec *Record, ifVersion string, 
 		return providers.WriteResult{}, false, err
 	}
 	if say == nil {
-		say = func(level slog.Level, msg string, attrs ...any) { c.log.Log(context.Background(), level, msg, attrs...) }
+		say = func(level slog.Level, msg string, attrs ...any) {
+			c.log.Log(context.Background(), level, msg, attrs...)
+		}
 	}
 	w := recordwrite.Writer{
 		Store: c.store,
