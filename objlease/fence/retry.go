@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/objlease/objlease/internal/ctxsleep"
+	"github.com/objlease/objlease/internal/recordwrite"
 	"github.com/objlease/objlease/providers"
 )
 
@@ -27,8 +29,8 @@ const maxAttempts = 16
 
 // conflictWait is the first wait after a write refused by a racing one
 // (409, or an unchanged version); it doubles with each attempt, up to a
-// second, as in the lease code.
-const conflictWait = 30 * time.Millisecond
+// second, as in the lease code, whose wait it is.
+const conflictWait = recordwrite.ConflictWait
 
 // raced counts the conditional writes of one loop that lost.
 type raced struct {
@@ -50,7 +52,7 @@ func (r *raced) lost(ctx context.Context, op, key, version string, err error) er
 		return nil
 	}
 	r.refused = ""
-	return sleep(ctx, min(conflictWait<<min(r.n-1, 10), time.Second))
+	return ctxsleep.For(ctx, recordwrite.Backoff(conflictWait, time.Second, r.n-1))
 }
 
 // read is called with the version a new read shows before the next
@@ -66,16 +68,5 @@ func (r *raced) read(ctx context.Context, op, key, version string) error {
 	if r.again >= 2 {
 		return fmt.Errorf("%s %q: %w: a write conditional on version %s was refused, and the store still shows that version (run objlease doctor on the store)", op, key, ErrPreconditionRefused, version)
 	}
-	return sleep(ctx, conflictWait)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
+	return ctxsleep.For(ctx, conflictWait)
 }
