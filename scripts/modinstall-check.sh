@@ -83,7 +83,7 @@ func main() {
 		panic(err)
 	}
 	var _ rl.Interface = lock
-	locker, err := gocronlease.NewLocker(mem.New(), objlease.Options{TTL: 30 * time.Second, Holder: "app-1"}, gocronlease.LockerConfig{Prefix: "leases/jobs/"})
+	locker, err := gocronlease.NewLocker(mem.New(), objlease.SessionOptions{}, objlease.Options{TTL: 30 * time.Second, Holder: "app-1"}, gocronlease.LockerConfig{Prefix: "leases/jobs/"})
 	if err != nil {
 		panic(err)
 	}
