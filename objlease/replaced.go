@@ -6,15 +6,19 @@ package objlease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/objlease/objlease/internal/recordwrite"
 )
 
 // lateOwnWrite re-reads the record after a refused renewal and returns its
 // version if it carries one of this lease's unconfirmed renewals.
-// Otherwise it returns the record it found, if it could read one.
+// Otherwise it returns the record it found, if it could read one before
+// ctx ended.
 func (l *Lease) lateOwnWrite(ctx context.Context, token uint64) (string, *Record, bool) {
 	if !ownWriteCheck() {
 		return "", nil, false
@@ -23,8 +27,15 @@ func (l *Lease) lateOwnWrite(ctx context.Context, token uint64) (string, *Record
 	own := append([]string{l.rec.Nonce}, l.unsure...)
 	l.mu.Unlock()
 	o, err := l.c.read(ctx)
-	if err != nil {
-		return "", nil, false
+	for n := 0; err != nil; n++ {
+		// A read that failed says nothing of whose write is there: read
+		// again, as a write's unknown outcome is resolved, while the
+		// renewal's context allows (its validity bounds it).
+		var re *Error
+		if errors.As(err, &re) || IsPermanent(err) || l.c.wait(ctx, recordwrite.Backoff(recordwrite.ResolveWait, time.Second, n)) != nil {
+			return "", nil, false
+		}
+		o, err = l.c.read(ctx)
 	}
 	if !l.ownWrite(o, token, own) {
 		if o.rec == nil {

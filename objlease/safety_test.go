@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/objlease/objlease/objlease"
@@ -723,4 +724,85 @@ func TestLandedReleaseThenTwoHoldersIsReleased(t *testing.T) {
 		t.Fatalf("release that landed: %v, want nil", err)
 	}
 	lc.Release(ctx)
+}
+
+// lateRenewalStore lets a test script one renewal whose first attempt
+// reaches the store only after its retry was throttled, and reads that
+// fail.
+type lateRenewalStore struct {
+	providers.Store
+	mu       sync.Mutex
+	armed    bool   // the next replace's reply is lost; it lands later
+	pending  func() // that replace, applied when the next replace is throttled
+	badReads int    // reads still to fail, throttled
+}
+
+func (s *lateRenewalStore) Replace(ctx context.Context, key string, data []byte, md map[string]string, v string) (providers.WriteResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.armed:
+		s.armed = false
+		s.pending = func() { s.Store.Replace(context.Background(), key, data, md, v) }
+		return providers.WriteResult{}, providers.Wrap("replace", key, providers.ErrUnknownOutcome, errors.New("timeout"))
+	case s.pending != nil:
+		s.pending()
+		s.pending = nil
+		return providers.WriteResult{}, providers.Wrap("replace", key, providers.ErrThrottled, errors.New("slow down"))
+	}
+	return s.Store.Replace(ctx, key, data, md, v)
+}
+
+func (s *lateRenewalStore) Get(ctx context.Context, key string, max int64) (*providers.Object, error) {
+	s.mu.Lock()
+	if s.badReads > 0 {
+		s.badReads--
+		s.mu.Unlock()
+		return nil, providers.Wrap("get", key, providers.ErrThrottled, errors.New("slow down"))
+	}
+	s.mu.Unlock()
+	return s.Store.Get(ctx, key, max)
+}
+
+// A renewal's first attempt lands only after its retry was throttled; the
+// next renewal, refused over the version that write moved on, reads the
+// record to find its own write there, and the first read fails. A failed
+// read says nothing of whose write is there: the holder reads again, finds
+// its own write and renews over it, rather than report the lease lost.
+func TestLateRenewalFoundDespiteFailedRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		s := &lateRenewalStore{Store: mem.New()}
+		clk := clock.NewFake(epoch)
+		l, err := newClient(t, s, "a", clk).TryAcquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		s.armed = true
+		s.mu.Unlock()
+		if err := l.Renew(ctx); !errors.Is(err, providers.ErrThrottled) {
+			t.Fatalf("renew: %v, want the retry's throttling", err)
+		}
+		s.mu.Lock()
+		s.badReads = 1
+		s.mu.Unlock()
+		done := make(chan error, 1)
+		go func() { done <- l.Renew(ctx) }()
+		synctest.Wait()
+		for i := 0; i < 20 && len(done) == 0; i++ {
+			clk.Advance(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		if err := <-done; err != nil || l.Err() != nil {
+			t.Errorf("second renew: %v (lease: %v), want it to renew over its own late write", err, l.Err())
+			return
+		}
+		if rec := readRecord(t, s.Store); rec.Holder != "a" || rec.Nonce != l.Record().Nonce {
+			t.Errorf("record %+v, want a's second renewal", rec)
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
