@@ -60,8 +60,8 @@ import (
 // through the supervisor.
 const Supported = true
 
-// startDrain is how long the supervisor, starting, waits for each newer
-// end of the validity already queued behind the first one.
+// startDrain is how long the supervisor, starting, takes in all to read
+// the newer ends of the validity queued behind the first one.
 const startDrain = 10 * time.Millisecond
 
 // killTreeSignal is the supervisor's order to kill the whole tree at once:
@@ -303,11 +303,14 @@ func Serve(log *slog.Logger, signals <-chan os.Signal, report, deadlines *os.Fil
 	end, ok := <-ends
 	// A supervisor slow to start (a loaded machine) finds renewals that
 	// landed meanwhile queued behind the first end: the newest counts.
+	// The drain is bounded as a whole: renewals that keep coming, as they
+	// do at the shortest TTLs, must not keep the command from starting.
+	drained := time.After(startDrain)
 	for more := ok; more; {
 		select {
 		case e, open := <-ends:
 			end, more = max(end, e), open
-		case <-time.After(startDrain):
+		case <-drained:
 			more = false
 		}
 	}
