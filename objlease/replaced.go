@@ -18,7 +18,7 @@ import (
 // lateOwnWrite re-reads the record after a refused renewal and returns its
 // version if it carries one of this lease's unconfirmed renewals.
 // Otherwise it returns the record it found, if it could read one before
-// ctx ended.
+// ctx or the lease's validity ended.
 func (l *Lease) lateOwnWrite(ctx context.Context, token uint64) (string, *Record, bool) {
 	if !ownWriteCheck() {
 		return "", nil, false
@@ -26,11 +26,16 @@ func (l *Lease) lateOwnWrite(ctx context.Context, token uint64) (string, *Record
 	l.mu.Lock()
 	own := append([]string{l.rec.Nonce}, l.unsure...)
 	l.mu.Unlock()
+	// Nothing is left to keep once the validity has ended, whatever
+	// context the caller of Renew gave.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(l.ctx, cancel)()
 	o, err := l.c.read(ctx)
 	for n := 0; err != nil; n++ {
 		// A read that failed says nothing of whose write is there: read
-		// again, as a write's unknown outcome is resolved, while the
-		// renewal's context allows (its validity bounds it).
+		// again, as a write's unknown outcome is resolved, until the
+		// renewal's context or the lease's validity ends.
 		var re *Error
 		if errors.As(err, &re) || IsPermanent(err) || l.c.wait(ctx, recordwrite.Backoff(recordwrite.ResolveWait, time.Second, n)) != nil {
 			return "", nil, false

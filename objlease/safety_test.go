@@ -806,3 +806,41 @@ func TestLateRenewalFoundDespiteFailedRead(t *testing.T) {
 		}
 	})
 }
+
+// The re-reads that look for a late own write stop when the lease's
+// validity ends, even under a Renew whose context never does: reads that
+// keep failing cannot hold the renewal past the lease.
+func TestLateRenewalSearchEndsWithValidity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &lateRenewalStore{Store: mem.New()}
+		clk := clock.NewFake(epoch)
+		l, err := newClient(t, s, "a", clk).TryAcquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		s.armed = true
+		s.mu.Unlock()
+		if err := l.Renew(context.Background()); !errors.Is(err, providers.ErrThrottled) {
+			t.Fatalf("renew: %v, want the retry's throttling", err)
+		}
+		s.mu.Lock()
+		s.badReads = 1 << 30 // never recovers
+		s.mu.Unlock()
+		done := make(chan error, 1)
+		go func() { done <- l.Renew(context.Background()) }()
+		synctest.Wait()
+		for i := 0; i < 300 && len(done) == 0; i++ { // 30 s; TTL 10 s
+			clk.Advance(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, objlease.ErrLeaseLost) {
+				t.Errorf("renew after the validity ended: %v, want ErrLeaseLost", err)
+			}
+		default:
+			t.Fatal("renew still re-reading 20 s after the lease's validity ended")
+		}
+	})
+}
